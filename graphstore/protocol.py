@@ -1,0 +1,203 @@
+"""The contract every ripple store backend implements.
+
+The protocol is domain-level: upsert nodes and edges in atomic batches, fetch
+weighted neighbours of a whole frontier in one call, look memories up by id,
+key, vector or lexical term.  No query language crosses this boundary, so the
+recall engine never knows which backend it talks to (the embedded SQLite store
+or Neo4j), and one conformance suite (:mod:`graphstore.testing`) proves every
+backend against the same expectations.
+
+Scoring that must agree across backends (BM25, activation, fusion) lives in
+the engine; stores only return raw material (postings, neighbours, vectors).
+The one exception is vector search, where a backend may use an approximate
+index (Neo4j's HNSW) and is expected to be exact on small data.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence, runtime_checkable
+
+from .records import EdgeRecord, EntityRecord, MemoryRecord, Neighbor, WriteBatch
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["GraphStore", "AsyncGraphStore", "ACTIVE", "SUPERSEDED", "INVALIDATED", "STATUSES"]
+
+ACTIVE = "active"
+SUPERSEDED = "superseded"
+INVALIDATED = "invalidated"
+STATUSES = (ACTIVE, SUPERSEDED, INVALIDATED)
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """Synchronous store protocol. All methods are scoped by ``user_id`` or by ids
+    that belong to one user; no method ever returns another user's node."""
+
+    uri: str
+
+    # -- writes ---------------------------------------------------------
+    def write(self, batch: WriteBatch, *, replace_mentions_of: Sequence[str] = ()) -> None:
+        """Apply a batch atomically: all of it is durable on return, or none of it.
+
+        Memories and entities are upserted by id (an entity upsert merges
+        aliases); edges are upserted by ``(src, type, dst, predicate)``: a
+        RELATED edge's weight accumulates, other edges are replaced.
+        ``replace_mentions_of`` first drops the MENTIONS edges of those memories
+        (used when a memory's text is updated and re-extracted).
+        """
+        ...
+
+    def touch(self, memory_ids: Sequence[str], at: float) -> None:
+        """Count one access of each memory (recall hits) at time ``at``."""
+        ...
+
+    def set_status(self, memory_ids: Sequence[str], status: str) -> int:
+        """Set the lifecycle status of memories; returns how many changed."""
+        ...
+
+    def delete_memories(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        """Delete memories with their edges and index entries; counts by kind."""
+        ...
+
+    def delete_user(self, user_id: str) -> dict[str, int]:
+        """Delete every node, edge and index entry of a user; counts by kind."""
+        ...
+
+    # -- reads by id / key ------------------------------------------------
+    def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
+        """Records of the memories that exist, in the order asked; missing ids are skipped."""
+        ...
+
+    def list_memories(
+        self,
+        user_id: str,
+        *,
+        session_id: str | None = None,
+        statuses: Sequence[str] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[MemoryRecord]:
+        """A user's memories ordered by event time, then creation."""
+        ...
+
+    def last_memory_in_session(self, user_id: str, session_id: str) -> str | None:
+        """Id of the latest memory of a session (the tail a NEXT edge extends)."""
+        ...
+
+    def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
+        """Entities of a user whose key or an alias equals one of ``keys``."""
+        ...
+
+    def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]:
+        """All entities of a user with their degree (memories that mention them)."""
+        ...
+
+    def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
+        """Number of memories that mention each entity."""
+        ...
+
+    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
+        """Display names of entities (for explanation paths)."""
+        ...
+
+    def users(self) -> list[str]:
+        """Every user id that has at least one node."""
+        ...
+
+    # -- search ----------------------------------------------------------
+    def nearest_memories(
+        self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
+    ) -> list[tuple[str, float]]:
+        """Top-``k`` memories by cosine similarity to a normalised vector."""
+        ...
+
+    def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
+        """Top-``k`` entities by cosine similarity of their name embedding."""
+        ...
+
+    def lexical_stats(self, user_id: str, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]:
+        """``(n_docs, avg_doc_len, {term: document frequency})`` over active memories."""
+        ...
+
+    def postings(self, user_id: str, terms: Sequence[str]) -> list[tuple[str, str, int, int]]:
+        """``(term, memory_id, term frequency, doc length)`` rows of active memories."""
+        ...
+
+    def token_vectors(self, memory_ids: Sequence[str]) -> dict[str, bytes]:
+        """Packed content-token vectors of memories (for late-interaction scoring)."""
+        ...
+
+    # -- graph -------------------------------------------------------------
+    def expand(
+        self,
+        user_id: str,
+        frontier: Sequence[str],
+        edge_types: Sequence[str],
+        *,
+        max_degree: int | None = None,
+    ) -> list[Neighbor]:
+        """Neighbours of every frontier node over the given edge types, both directions.
+
+        One call per hop, never one per node.  Entities mentioned by more than
+        ``max_degree`` memories are neither entered nor left (hub cut-off).
+        """
+        ...
+
+    # -- housekeeping ------------------------------------------------------
+    def export(self, user_id: str) -> Iterator[MemoryRecord | EntityRecord | EdgeRecord]:
+        """Every node and edge of a user, vectors included (memories, then entities, then edges)."""
+        ...
+
+    def stats(self, user_id: str | None = None) -> dict[str, int]:
+        """Node and edge counts, for one user or the whole store."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class AsyncGraphStore(Protocol):
+    """The async twin: the same method names, awaited."""
+
+    uri: str
+
+    async def write(self, batch: WriteBatch, *, replace_mentions_of: Sequence[str] = ()) -> None: ...
+    async def touch(self, memory_ids: Sequence[str], at: float) -> None: ...
+    async def set_status(self, memory_ids: Sequence[str], status: str) -> int: ...
+    async def delete_memories(self, memory_ids: Sequence[str]) -> dict[str, int]: ...
+    async def delete_user(self, user_id: str) -> dict[str, int]: ...
+    async def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]: ...
+    async def list_memories(
+        self,
+        user_id: str,
+        *,
+        session_id: str | None = None,
+        statuses: Sequence[str] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[MemoryRecord]: ...
+    async def last_memory_in_session(self, user_id: str, session_id: str) -> str | None: ...
+    async def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]: ...
+    async def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]: ...
+    async def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]: ...
+    async def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]: ...
+    async def users(self) -> list[str]: ...
+    async def nearest_memories(
+        self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
+    ) -> list[tuple[str, float]]: ...
+    async def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]: ...
+    async def lexical_stats(self, user_id: str, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]: ...
+    async def postings(self, user_id: str, terms: Sequence[str]) -> list[tuple[str, str, int, int]]: ...
+    async def token_vectors(self, memory_ids: Sequence[str]) -> dict[str, bytes]: ...
+    async def expand(
+        self,
+        user_id: str,
+        frontier: Sequence[str],
+        edge_types: Sequence[str],
+        *,
+        max_degree: int | None = None,
+    ) -> list[Neighbor]: ...
+    async def stats(self, user_id: str | None = None) -> dict[str, int]: ...
+    async def aclose(self) -> None: ...

@@ -1,0 +1,116 @@
+"""Plain records that cross the store protocol.
+
+Stores speak in these frozen dataclasses, not in pydantic models: they are
+built and read in bulk on the hot path (a recall touches thousands of edges),
+and validation already happened where the data entered ripple.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+__all__ = [
+    "MemoryRecord",
+    "EntityRecord",
+    "EdgeRecord",
+    "Neighbor",
+    "WriteBatch",
+    "EDGE_MENTIONS",
+    "EDGE_RELATED",
+    "EDGE_NEXT",
+    "EDGE_TYPES",
+]
+
+EDGE_MENTIONS = "MENTIONS"  # memory -> entity
+EDGE_RELATED = "RELATED"  # entity -> entity (predicate, weight, evidence memory)
+EDGE_NEXT = "NEXT"  # memory -> next memory of the same session
+EDGE_TYPES = (EDGE_MENTIONS, EDGE_RELATED, EDGE_NEXT)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """A stored memory node. Times are POSIX seconds (UTC)."""
+
+    id: str
+    user_id: str
+    text: str
+    at: float
+    created_at: float
+    agent_id: str | None = None
+    session_id: str | None = None
+    kind: str = "message"
+    importance: float = 0.5
+    status: str = "active"
+    access_count: int = 0
+    last_access: float | None = None
+    metadata_json: str = "{}"
+    language: str = "en"
+    terms: tuple[str, ...] = ()  # lexical tokens (BM25 route)
+    embedding: bytes | None = None  # float32 sentence vector, L2-normalised
+    token_vectors: bytes | None = None  # int8 content-token vectors (MaxSim), see ripple.embedding
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRecord:
+    """An entity node: one per (user, normalised key)."""
+
+    id: str
+    user_id: str
+    name: str
+    key: str
+    label: str
+    aliases: tuple[str, ...] = ()
+    embedding: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeRecord:
+    """A typed, weighted edge. ``predicate`` is "" except on RELATED edges."""
+
+    src: str
+    type: str
+    dst: str
+    user_id: str
+    weight: float = 1.0
+    predicate: str = ""
+    evidence: str | None = None  # memory id that supports a RELATED edge
+    at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbor:
+    """One step of expansion from a frontier node.
+
+    ``degree`` is the number of memories that mention ``target`` when it is an
+    entity (what hub damping divides by), else 1; ``label`` is the target
+    entity's label, so the engine can choose which kinds of entity carry
+    activation.
+    """
+
+    source: str
+    target: str
+    type: str
+    weight: float
+    degree: int = 1
+    predicate: str = ""
+    label: str = ""  # the target entity's label; "" when the target is a memory
+
+
+@dataclass(slots=True)
+class WriteBatch:
+    """Everything one ingest call writes; a store applies it atomically or not at all."""
+
+    memories: list[MemoryRecord] = field(default_factory=list)
+    entities: list[EntityRecord] = field(default_factory=list)
+    edges: list[EdgeRecord] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.memories or self.entities or self.edges)
+
+    def extend(self, other: "WriteBatch") -> None:
+        self.memories.extend(other.memories)
+        self.entities.extend(other.entities)
+        self.edges.extend(other.edges)
+
+

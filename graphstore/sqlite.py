@@ -1,0 +1,776 @@
+"""The embedded default store: SQLite as the durable truth, numpy for vectors.
+
+Why SQLite (measured on a graph of 150k nodes / 500k edges on 2 busy cores,
+see issue #2 and ``benchmarks/RESULTS.md``):
+
+* one-hop expansion of 50 memories takes ~1 ms and of 50 entities ~24 ms as one
+  ``IN (...)`` query each way over an edges table keyed ``(src, type, dst)``
+  with a covering index on ``(dst, type, src, weight)``; a full 3-hop recall
+  ~72 ms; opening the file ~1 ms;
+* loading the same graph into networkx expands slightly faster but costs
+  7-13 s and 300-600 MB on every open, which a CLI that opens the store per
+  command cannot afford;
+* embedded Cypher engines (Kùzu/LadybugDB, FalkorDB-lite) were 20-50x slower
+  on expansion and writes, and lacked offline vector and full-text indexes.
+
+Durability: WAL journal; each :meth:`SQLiteStore.write` is one ``BEGIN
+IMMEDIATE`` transaction, so a crash (even SIGKILL) mid-batch leaves either
+the whole batch or none of it, and everything acknowledged stays.  With the
+default ``synchronous=NORMAL`` a power cut may lose the last transactions;
+pass ``synchronous="FULL"`` to rule that out at ~1 ms per write.
+
+Threads: one connection guarded by a re-entrant lock; SQLite serialises
+writers anyway, and the per-user vector caches must change atomically with
+the rows they mirror.  Other processes may write to the same file: the cache
+is dropped whenever ``PRAGMA data_version`` says another connection committed.
+
+Vectors: sentence embeddings are kept per user as one normalised float32
+matrix in memory, loaded on the first vector search for that user and
+updated in place on writes; a brute-force matrix product over 50k vectors
+costs ~15 ms, which keeps this store exact and index-free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+from ripple.errors import SchemaError, StoreError, StoreUnavailable
+
+from .protocol import ACTIVE
+from .records import (
+    EDGE_MENTIONS,
+    EdgeRecord,
+    EntityRecord,
+    MemoryRecord,
+    Neighbor,
+    WriteBatch,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["SQLiteStore", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+_CHUNK = 900  # stay far below SQLite's host-parameter limit
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memories (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    agent_id TEXT,
+    session_id TEXT,
+    text TEXT NOT NULL,
+    at REAL NOT NULL,
+    created_at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    importance REAL NOT NULL,
+    status TEXT NOT NULL,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_access REAL,
+    metadata TEXT NOT NULL,
+    language TEXT NOT NULL,
+    terms TEXT NOT NULL,
+    doc_len INTEGER NOT NULL,
+    embedding BLOB,
+    token_vectors BLOB
+);
+CREATE INDEX IF NOT EXISTS memories_user_at ON memories (user_id, at, created_at);
+CREATE INDEX IF NOT EXISTS memories_session ON memories (user_id, session_id, at, created_at);
+CREATE TABLE IF NOT EXISTS entities (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    key TEXT NOT NULL,
+    label TEXT NOT NULL,
+    aliases TEXT NOT NULL DEFAULT '[]',
+    degree INTEGER NOT NULL DEFAULT 0,
+    embedding BLOB
+);
+CREATE INDEX IF NOT EXISTS entities_user_key ON entities (user_id, key);
+CREATE TABLE IF NOT EXISTS aliases (
+    user_id TEXT NOT NULL, alias TEXT NOT NULL, entity_id TEXT NOT NULL,
+    PRIMARY KEY (user_id, alias, entity_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS edges (
+    src TEXT NOT NULL,
+    type TEXT NOT NULL,
+    dst TEXT NOT NULL,
+    predicate TEXT NOT NULL DEFAULT '',
+    user_id TEXT NOT NULL,
+    weight REAL NOT NULL,
+    evidence TEXT,
+    at REAL,
+    PRIMARY KEY (src, type, dst, predicate)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS edges_dst ON edges (dst, type, src, weight);
+CREATE INDEX IF NOT EXISTS edges_user ON edges (user_id);
+CREATE TABLE IF NOT EXISTS postings (
+    user_id TEXT NOT NULL, term TEXT NOT NULL, memory_id TEXT NOT NULL, tf INTEGER NOT NULL,
+    PRIMARY KEY (user_id, term, memory_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS postings_memory ON postings (memory_id);
+CREATE TABLE IF NOT EXISTS term_df (
+    user_id TEXT NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL,
+    PRIMARY KEY (user_id, term)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS lexical_totals (
+    user_id TEXT PRIMARY KEY, n_docs INTEGER NOT NULL, total_len INTEGER NOT NULL
+);
+"""
+
+_MEMORY_COLUMNS = (
+    "id, user_id, agent_id, session_id, text, at, created_at, kind, importance, status, "
+    "access_count, last_access, metadata, language, terms"
+)
+
+
+@dataclass(slots=True)
+class _VectorCache:
+    ids: list[str]
+    index: dict[str, int]
+    matrix: "np.ndarray"  # float32, rows L2-normalised
+    status: list[str]
+
+
+def _chunks(seq: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
+    for i in range(0, len(seq), size):
+        yield seq[i : i + size]
+
+
+def _qmarks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class SQLiteStore:
+    """Embedded graph store in one SQLite file.
+
+    Parameters
+    ----------
+    path:
+        Folder (``ripple.db`` is created in it) or a ``.db``/``.sqlite`` file
+        path, or ``":memory:"`` for a throw-away store.
+    synchronous:
+        SQLite ``synchronous`` pragma: ``"NORMAL"`` (default, crash-safe) or
+        ``"FULL"`` (also power-loss safe).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, synchronous: str = "NORMAL") -> None:
+        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise StoreError(f"unknown synchronous mode {synchronous!r}")
+        if str(path) == ":memory:":
+            self.path: Path | None = None
+            target = ":memory:"
+        else:
+            p = Path(path).expanduser()
+            if p.suffix not in {".db", ".sqlite", ".sqlite3"}:
+                p = p / "ripple.db"
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreUnavailable(f"cannot create store folder {p.parent}: {exc}") from exc
+            self.path = p
+            target = str(p)
+        self.uri = f"sqlite://{target}"
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=30.0)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._db.execute("PRAGMA foreign_keys=OFF")
+            self._db.execute("PRAGMA temp_store=MEMORY")
+            self._db.execute("PRAGMA cache_size=-65536")
+            with self._tx():
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        self._db.execute(stmt)
+                row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+                if row is None:
+                    self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                elif int(row[0]) != SCHEMA_VERSION:
+                    raise SchemaError(
+                        f"{target} has schema version {row[0]}, this ripple reads version {SCHEMA_VERSION}"
+                    )
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot open SQLite store at {target}: {exc}") from exc
+        self._vectors: dict[str, _VectorCache] = {}
+        self._entity_vectors: dict[str, _VectorCache] = {}
+        self._data_version = self._current_data_version()
+        self._closed = False
+
+    # -- plumbing -------------------------------------------------------------
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.uri!r})"
+
+    def __enter__(self) -> "SQLiteStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction under the store lock; rolled back on any error."""
+        with self._lock, self._errors():
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
+            self._data_version = self._current_data_version()
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._errors():
+            self._check_external_writes()
+            yield self._db
+
+    @contextlib.contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreUnavailable(f"SQLite store is locked: {exc}") from exc
+            raise StoreError(f"SQLite error: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite error: {exc}") from exc
+
+    def _current_data_version(self) -> int:
+        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
+    def _check_external_writes(self) -> None:
+        version = self._current_data_version()
+        if version != self._data_version:  # another connection committed: caches are stale
+            self._vectors.clear()
+            self._entity_vectors.clear()
+            self._data_version = version
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._db.close()
+
+    # -- writes -----------------------------------------------------------------
+    def write(self, batch: WriteBatch, *, replace_mentions_of: Sequence[str] = ()) -> None:
+        if not batch and not replace_mentions_of:
+            return
+        touched_users = {m.user_id for m in batch.memories} | {e.user_id for e in batch.entities}
+        with self._tx() as db:
+            degree_dirty: set[str] = set()
+            if replace_mentions_of:
+                for chunk in _chunks(list(replace_mentions_of)):
+                    rows = db.execute(
+                        f"SELECT dst FROM edges WHERE type=? AND src IN ({_qmarks(len(chunk))})",
+                        (EDGE_MENTIONS, *chunk),
+                    ).fetchall()
+                    degree_dirty.update(r[0] for r in rows)
+                    db.execute(
+                        f"DELETE FROM edges WHERE type=? AND src IN ({_qmarks(len(chunk))})",
+                        (EDGE_MENTIONS, *chunk),
+                    )
+            if batch.memories:
+                self._remove_postings(db, [m.id for m in batch.memories])
+                db.executemany(
+                    "INSERT OR REPLACE INTO memories (id, user_id, agent_id, session_id, text, at, created_at, kind,"
+                    " importance, status, access_count, last_access, metadata, language, terms, doc_len, embedding,"
+                    " token_vectors) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    [
+                        (
+                            m.id, m.user_id, m.agent_id, m.session_id, m.text, m.at, m.created_at, m.kind,
+                            m.importance, m.status, m.access_count, m.last_access, m.metadata_json, m.language,
+                            json.dumps(list(m.terms), ensure_ascii=False), len(m.terms), m.embedding,
+                            m.token_vectors,
+                        )
+                        for m in batch.memories
+                    ],
+                )
+                self._add_postings(db, [m for m in batch.memories if m.status == ACTIVE])
+            for e in batch.entities:
+                row = db.execute("SELECT aliases FROM entities WHERE id=?", (e.id,)).fetchone()
+                aliases = list(dict.fromkeys([*(json.loads(row[0]) if row else []), *e.aliases]))
+                if row is None:
+                    db.execute(
+                        "INSERT INTO entities (id, user_id, name, key, label, aliases, degree, embedding)"
+                        " VALUES (?,?,?,?,?,?,0,?)",
+                        (e.id, e.user_id, e.name, e.key, e.label, json.dumps(aliases, ensure_ascii=False),
+                         e.embedding),
+                    )
+                else:
+                    db.execute(
+                        "UPDATE entities SET aliases=?, embedding=COALESCE(?, embedding) WHERE id=?",
+                        (json.dumps(aliases, ensure_ascii=False), e.embedding, e.id),
+                    )
+                db.executemany(
+                    "INSERT OR IGNORE INTO aliases VALUES (?,?,?)",
+                    [(e.user_id, a, e.id) for a in {e.key, *aliases}],
+                )
+            if batch.edges:
+                db.executemany(
+                    "INSERT INTO edges (src, type, dst, predicate, user_id, weight, evidence, at)"
+                    " VALUES (?,?,?,?,?,?,?,?)"
+                    " ON CONFLICT (src, type, dst, predicate) DO UPDATE SET"
+                    "  weight = CASE WHEN excluded.type = 'RELATED' THEN edges.weight + excluded.weight"
+                    "           ELSE excluded.weight END,"
+                    "  evidence = COALESCE(excluded.evidence, edges.evidence),"
+                    "  at = COALESCE(excluded.at, edges.at)",
+                    [(x.src, x.type, x.dst, x.predicate, x.user_id, x.weight, x.evidence, x.at)
+                     for x in batch.edges],
+                )
+                degree_dirty.update(x.dst for x in batch.edges if x.type == EDGE_MENTIONS)
+            self._recount_degrees(db, degree_dirty)
+        self._update_vector_caches(batch, touched_users)
+
+    def _recount_degrees(self, db: sqlite3.Connection, entity_ids: set[str]) -> None:
+        for chunk in _chunks(sorted(entity_ids)):
+            db.execute(
+                f"UPDATE entities SET degree = (SELECT count(*) FROM edges"
+                f" WHERE edges.dst = entities.id AND edges.type = '{EDGE_MENTIONS}')"
+                f" WHERE id IN ({_qmarks(len(chunk))})",
+                tuple(chunk),
+            )
+
+    def _add_postings(self, db: sqlite3.Connection, memories: Sequence[MemoryRecord]) -> None:
+        rows: list[tuple[str, str, str, int]] = []
+        df: Counter[tuple[str, str]] = Counter()
+        totals: Counter[str] = Counter()
+        counts: Counter[str] = Counter()
+        for m in memories:
+            tf = Counter(m.terms)
+            rows.extend((m.user_id, t, m.id, c) for t, c in tf.items())
+            df.update((m.user_id, t) for t in tf)
+            totals[m.user_id] += len(m.terms)
+            counts[m.user_id] += 1
+        db.executemany("INSERT OR REPLACE INTO postings VALUES (?,?,?,?)", rows)
+        db.executemany(
+            "INSERT INTO term_df VALUES (?,?,?) ON CONFLICT (user_id, term) DO UPDATE SET df = df + excluded.df",
+            [(u, t, c) for (u, t), c in df.items()],
+        )
+        db.executemany(
+            "INSERT INTO lexical_totals VALUES (?,?,?) ON CONFLICT (user_id) DO UPDATE SET"
+            " n_docs = n_docs + excluded.n_docs, total_len = total_len + excluded.total_len",
+            [(u, counts[u], totals[u]) for u in counts],
+        )
+
+    def _remove_postings(self, db: sqlite3.Connection, memory_ids: Sequence[str]) -> None:
+        """Undo :meth:`_add_postings` for memories that currently have postings."""
+        df: Counter[tuple[str, str]] = Counter()
+        totals: Counter[str] = Counter()
+        counts: Counter[str] = Counter()
+        for chunk in _chunks(list(memory_ids)):
+            rows = db.execute(
+                f"SELECT user_id, term, memory_id, tf FROM postings WHERE memory_id IN ({_qmarks(len(chunk))})",
+                tuple(chunk),
+            ).fetchall()
+            if not rows:
+                continue
+            docs: dict[str, tuple[str, int]] = {}
+            for user, term, mid, tf in rows:
+                df[(user, term)] += 1
+                u, n = docs.get(mid, (user, 0))
+                docs[mid] = (u, n + tf)
+            for user, n in docs.values():
+                totals[user] += n
+                counts[user] += 1
+            db.execute(f"DELETE FROM postings WHERE memory_id IN ({_qmarks(len(chunk))})", tuple(chunk))
+        if df:
+            db.executemany(
+                "UPDATE term_df SET df = df - ? WHERE user_id = ? AND term = ?",
+                [(c, u, t) for (u, t), c in df.items()],
+            )
+            db.execute("DELETE FROM term_df WHERE df <= 0")
+            db.executemany(
+                "UPDATE lexical_totals SET n_docs = n_docs - ?, total_len = total_len - ? WHERE user_id = ?",
+                [(counts[u], totals[u], u) for u in counts],
+            )
+
+    def touch(self, memory_ids: Sequence[str], at: float) -> None:
+        if not memory_ids:
+            return
+        with self._tx() as db:
+            db.executemany(
+                "UPDATE memories SET access_count = access_count + 1, last_access = ? WHERE id = ?",
+                [(at, mid) for mid in memory_ids],
+            )
+
+    def set_status(self, memory_ids: Sequence[str], status: str) -> int:
+        changed: list[MemoryRecord] = []
+        with self._tx() as db:
+            for chunk in _chunks(list(memory_ids)):
+                rows = db.execute(
+                    f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN ({_qmarks(len(chunk))}) AND status != ?",
+                    (*chunk, status),
+                ).fetchall()
+                changed.extend(self._memory_from_row(r) for r in rows)
+            if not changed:
+                return 0
+            db.executemany("UPDATE memories SET status = ? WHERE id = ?", [(status, m.id) for m in changed])
+            self._remove_postings(db, [m.id for m in changed])
+            if status == ACTIVE:
+                self._add_postings(db, changed)
+        for m in changed:
+            cache = self._vectors.get(m.user_id)
+            if cache is not None and m.id in cache.index:
+                cache.status[cache.index[m.id]] = status
+        return len(changed)
+
+    def delete_memories(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        ids = list(dict.fromkeys(memory_ids))
+        counts = {"memories": 0, "edges": 0}
+        users: set[str] = set()
+        with self._tx() as db:
+            degree_dirty: set[str] = set()
+            self._remove_postings(db, ids)
+            for chunk in _chunks(ids):
+                q = _qmarks(len(chunk))
+                users.update(r[0] for r in db.execute(f"SELECT DISTINCT user_id FROM memories WHERE id IN ({q})", chunk))
+                degree_dirty.update(
+                    r[0] for r in db.execute(f"SELECT dst FROM edges WHERE type=? AND src IN ({q})", (EDGE_MENTIONS, *chunk))
+                )
+                counts["edges"] += db.execute(f"DELETE FROM edges WHERE src IN ({q})", chunk).rowcount
+                counts["edges"] += db.execute(f"DELETE FROM edges WHERE dst IN ({q})", chunk).rowcount
+                counts["edges"] += db.execute(f"DELETE FROM edges WHERE evidence IN ({q})", chunk).rowcount
+                counts["memories"] += db.execute(f"DELETE FROM memories WHERE id IN ({q})", chunk).rowcount
+            self._recount_degrees(db, degree_dirty)
+        for u in users:
+            self._vectors.pop(u, None)
+        return counts
+
+    def delete_user(self, user_id: str) -> dict[str, int]:
+        with self._tx() as db:
+            counts = {
+                "memories": db.execute("DELETE FROM memories WHERE user_id=?", (user_id,)).rowcount,
+                "entities": db.execute("DELETE FROM entities WHERE user_id=?", (user_id,)).rowcount,
+                "edges": db.execute("DELETE FROM edges WHERE user_id=?", (user_id,)).rowcount,
+                "index_entries": db.execute("DELETE FROM postings WHERE user_id=?", (user_id,)).rowcount,
+            }
+            counts["index_entries"] += db.execute("DELETE FROM term_df WHERE user_id=?", (user_id,)).rowcount
+            db.execute("DELETE FROM aliases WHERE user_id=?", (user_id,))
+            db.execute("DELETE FROM lexical_totals WHERE user_id=?", (user_id,))
+        self._vectors.pop(user_id, None)
+        self._entity_vectors.pop(user_id, None)
+        return counts
+
+    # -- reads -------------------------------------------------------------------
+    @staticmethod
+    def _memory_from_row(r: Sequence[Any], embedding: bytes | None = None, token_vectors: bytes | None = None) -> MemoryRecord:
+        return MemoryRecord(
+            id=r[0], user_id=r[1], agent_id=r[2], session_id=r[3], text=r[4], at=r[5], created_at=r[6],
+            kind=r[7], importance=r[8], status=r[9], access_count=r[10], last_access=r[11],
+            metadata_json=r[12], language=r[13], terms=tuple(json.loads(r[14])),
+            embedding=embedding, token_vectors=token_vectors,
+        )
+
+    def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
+        ids = list(memory_ids)
+        found: dict[str, MemoryRecord] = {}
+        cols = _MEMORY_COLUMNS + (", embedding, token_vectors" if with_vectors else "")
+        with self._read() as db:
+            for chunk in _chunks(ids):
+                for r in db.execute(f"SELECT {cols} FROM memories WHERE id IN ({_qmarks(len(chunk))})", tuple(chunk)):
+                    found[r[0]] = self._memory_from_row(r, *(r[15:17] if with_vectors else ()))
+        return [found[i] for i in ids if i in found]
+
+    def list_memories(
+        self,
+        user_id: str,
+        *,
+        session_id: str | None = None,
+        statuses: Sequence[str] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[MemoryRecord]:
+        sql = f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE user_id = ?"
+        params: list[Any] = [user_id]
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            params.append(session_id)
+        if statuses is not None:
+            sql += f" AND status IN ({_qmarks(len(statuses))})"
+            params.extend(statuses)
+        sql += " ORDER BY at, created_at, id LIMIT ? OFFSET ?"
+        params.extend([-1 if limit is None else limit, offset])
+        with self._read() as db:
+            return [self._memory_from_row(r) for r in db.execute(sql, params)]
+
+    def last_memory_in_session(self, user_id: str, session_id: str) -> str | None:
+        with self._read() as db:
+            row = db.execute(
+                "SELECT id FROM memories WHERE user_id=? AND session_id=? ORDER BY at DESC, created_at DESC, id DESC"
+                " LIMIT 1",
+                (user_id, session_id),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    @staticmethod
+    def _entity_from_row(r: Sequence[Any]) -> EntityRecord:
+        return EntityRecord(id=r[0], user_id=r[1], name=r[2], key=r[3], label=r[4], aliases=tuple(json.loads(r[5])))
+
+    def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
+        out: dict[str, EntityRecord] = {}
+        with self._read() as db:
+            for chunk in _chunks(list(dict.fromkeys(keys))):
+                rows = db.execute(
+                    "SELECT e.id, e.user_id, e.name, e.key, e.label, e.aliases FROM aliases a"
+                    f" JOIN entities e ON e.id = a.entity_id WHERE a.user_id = ? AND a.alias IN ({_qmarks(len(chunk))})",
+                    (user_id, *chunk),
+                ).fetchall()
+                for r in rows:
+                    out[r[0]] = self._entity_from_row(r)
+        return sorted(out.values(), key=lambda e: e.id)
+
+    def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]:
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT id, user_id, name, key, label, aliases, degree FROM entities WHERE user_id=? ORDER BY id",
+                (user_id,),
+            ).fetchall()
+        return [(self._entity_from_row(r), int(r[6])) for r in rows]
+
+    def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        with self._read() as db:
+            for chunk in _chunks(list(entity_ids)):
+                out.update(db.execute(f"SELECT id, degree FROM entities WHERE id IN ({_qmarks(len(chunk))})", tuple(chunk)))
+        return out
+
+    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        with self._read() as db:
+            for chunk in _chunks(list(entity_ids)):
+                out.update(db.execute(f"SELECT id, name FROM entities WHERE id IN ({_qmarks(len(chunk))})", tuple(chunk)))
+        return out
+
+    def users(self) -> list[str]:
+        with self._read() as db:
+            rows = db.execute("SELECT user_id FROM memories UNION SELECT user_id FROM entities ORDER BY 1").fetchall()
+        return [r[0] for r in rows]
+
+    # -- search --------------------------------------------------------------------
+    def _memory_vectors(self, user_id: str) -> _VectorCache | None:
+        cache = self._vectors.get(user_id)
+        if cache is None:
+            import numpy as np
+
+            rows = self._db.execute(
+                "SELECT id, embedding, status FROM memories WHERE user_id=? AND embedding IS NOT NULL ORDER BY rowid",
+                (user_id,),
+            ).fetchall()
+            if not rows:
+                return None
+            matrix = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+            ids = [r[0] for r in rows]
+            cache = _VectorCache(ids, {i: n for n, i in enumerate(ids)}, matrix, [r[2] for r in rows])
+            self._vectors[user_id] = cache
+        return cache
+
+    def _update_vector_caches(self, batch: WriteBatch, users: set[str]) -> None:
+        """Keep loaded vector caches in step with a committed batch (append or replace rows)."""
+        import numpy as np
+
+        for user in users:
+            cache = self._vectors.get(user)
+            if cache is not None:
+                new_rows = []
+                for m in batch.memories:
+                    if m.user_id != user or m.embedding is None:
+                        continue
+                    vec = np.frombuffer(m.embedding, dtype=np.float32)
+                    if m.id in cache.index:
+                        cache.matrix[cache.index[m.id]] = vec
+                        cache.status[cache.index[m.id]] = m.status
+                    else:
+                        cache.index[m.id] = len(cache.ids)
+                        cache.ids.append(m.id)
+                        cache.status.append(m.status)
+                        new_rows.append(vec)
+                if new_rows:
+                    cache.matrix = np.vstack([cache.matrix, *new_rows])
+            if any(e.user_id == user for e in batch.entities):
+                self._entity_vectors.pop(user, None)
+
+    def nearest_memories(
+        self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
+    ) -> list[tuple[str, float]]:
+        import numpy as np
+
+        with self._read():
+            cache = self._memory_vectors(user_id)
+            if cache is None or k <= 0:
+                return []
+            scores = cache.matrix @ np.asarray(vector, dtype=np.float32)
+            if set(statuses) != {s for s in cache.status}:
+                allowed = set(statuses)
+                mask = np.fromiter((s in allowed for s in cache.status), dtype=bool, count=len(cache.status))
+                scores = np.where(mask, scores, -np.inf)
+            k = min(k, len(cache.ids))
+            top = np.argpartition(-scores, k - 1)[:k]
+            top = top[np.argsort(-scores[top], kind="stable")]
+            return [(cache.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+    def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
+        import numpy as np
+
+        with self._read() as db:
+            cache = self._entity_vectors.get(user_id)
+            if cache is None:
+                rows = db.execute(
+                    "SELECT id, embedding FROM entities WHERE user_id=? AND embedding IS NOT NULL ORDER BY id",
+                    (user_id,),
+                ).fetchall()
+                if not rows:
+                    return []
+                ids = [r[0] for r in rows]
+                matrix = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+                cache = _VectorCache(ids, {i: n for n, i in enumerate(ids)}, matrix, [ACTIVE] * len(ids))
+                self._entity_vectors[user_id] = cache
+            if k <= 0:
+                return []
+            scores = cache.matrix @ np.asarray(vector, dtype=np.float32)
+            k = min(k, len(cache.ids))
+            top = np.argpartition(-scores, k - 1)[:k]
+            top = top[np.argsort(-scores[top], kind="stable")]
+            return [(cache.ids[i], float(scores[i])) for i in top]
+
+    def lexical_stats(self, user_id: str, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]:
+        with self._read() as db:
+            row = db.execute("SELECT n_docs, total_len FROM lexical_totals WHERE user_id=?", (user_id,)).fetchone()
+            n_docs, total = (row if row else (0, 0))
+            df: dict[str, int] = {}
+            uniq = list(dict.fromkeys(terms))
+            for chunk in _chunks(uniq):
+                df.update(
+                    db.execute(
+                        f"SELECT term, df FROM term_df WHERE user_id=? AND term IN ({_qmarks(len(chunk))})",
+                        (user_id, *chunk),
+                    ).fetchall()
+                )
+        return int(n_docs), (total / n_docs if n_docs else 0.0), df
+
+    def postings(self, user_id: str, terms: Sequence[str]) -> list[tuple[str, str, int, int]]:
+        out: list[tuple[str, str, int, int]] = []
+        with self._read() as db:
+            for chunk in _chunks(list(dict.fromkeys(terms))):
+                out.extend(
+                    db.execute(
+                        "SELECT p.term, p.memory_id, p.tf, m.doc_len FROM postings p JOIN memories m ON m.id = p.memory_id"
+                        f" WHERE p.user_id = ? AND p.term IN ({_qmarks(len(chunk))})",
+                        (user_id, *chunk),
+                    ).fetchall()
+                )
+        return out
+
+    def token_vectors(self, memory_ids: Sequence[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        with self._read() as db:
+            for chunk in _chunks(list(memory_ids)):
+                out.update(
+                    (r[0], r[1])
+                    for r in db.execute(
+                        f"SELECT id, token_vectors FROM memories WHERE id IN ({_qmarks(len(chunk))})"
+                        " AND token_vectors IS NOT NULL",
+                        tuple(chunk),
+                    )
+                )
+        return out
+
+    # -- graph ------------------------------------------------------------------------
+    def expand(
+        self,
+        user_id: str,
+        frontier: Sequence[str],
+        edge_types: Sequence[str],
+        *,
+        max_degree: int | None = None,
+    ) -> list[Neighbor]:
+        ids = list(dict.fromkeys(frontier))
+        types = tuple(edge_types)
+        if not ids or not types:
+            return []
+        cap = -1 if max_degree is None else max_degree
+        out: list[Neighbor] = []
+        tq = _qmarks(len(types))
+        with self._read() as db:
+            for chunk in _chunks(ids, 400):
+                q = _qmarks(len(chunk))
+                if cap >= 0:  # hubs are neither entered nor left: drop them from the frontier first
+                    hubs = {r[0] for r in db.execute(f"SELECT id FROM entities WHERE id IN ({q}) AND degree > ?", (*chunk, cap))}
+                    chunk = [i for i in chunk if i not in hubs]
+                    if not chunk:
+                        continue
+                    q = _qmarks(len(chunk))
+                for sql in (
+                    # outgoing: frontier is the source
+                    "SELECT e.src, e.dst, e.type, e.weight, e.predicate, COALESCE(t.degree, 1), COALESCE(t.label, '')"
+                    " FROM edges e LEFT JOIN entities s ON s.id = e.src LEFT JOIN entities t ON t.id = e.dst"
+                    f" WHERE e.src IN ({q}) AND e.type IN ({tq}) AND e.user_id = ?",
+                    # incoming: frontier is the destination
+                    "SELECT e.dst, e.src, e.type, e.weight, e.predicate, COALESCE(s.degree, 1), COALESCE(s.label, '')"
+                    " FROM edges e LEFT JOIN entities s ON s.id = e.src LEFT JOIN entities t ON t.id = e.dst"
+                    f" WHERE e.dst IN ({q}) AND e.type IN ({tq}) AND e.user_id = ?",
+                ):
+                    for src, dst, typ, w, pred, tdeg, label in db.execute(sql, (*chunk, *types, user_id)):
+                        if cap >= 0 and tdeg > cap:
+                            continue
+                        out.append(Neighbor(src, dst, typ, float(w), int(tdeg), pred, label))
+        return out
+
+    # -- housekeeping -------------------------------------------------------------------
+    def export(self, user_id: str) -> Iterator[MemoryRecord | EntityRecord | EdgeRecord]:
+        with self._read() as db:
+            mems = db.execute(
+                f"SELECT {_MEMORY_COLUMNS}, embedding, token_vectors FROM memories WHERE user_id=?"
+                " ORDER BY at, created_at, id",
+                (user_id,),
+            ).fetchall()
+            ents = db.execute(
+                "SELECT id, user_id, name, key, label, aliases, embedding FROM entities WHERE user_id=? ORDER BY id",
+                (user_id,),
+            ).fetchall()
+            edges = db.execute(
+                "SELECT src, type, dst, user_id, weight, predicate, evidence, at FROM edges WHERE user_id=?"
+                " ORDER BY type, src, dst, predicate",
+                (user_id,),
+            ).fetchall()
+        for r in mems:
+            yield self._memory_from_row(r, r[15], r[16])
+        for r in ents:
+            yield EntityRecord(id=r[0], user_id=r[1], name=r[2], key=r[3], label=r[4],
+                               aliases=tuple(json.loads(r[5])), embedding=r[6])
+        for r in edges:
+            yield EdgeRecord(src=r[0], type=r[1], dst=r[2], user_id=r[3], weight=r[4], predicate=r[5],
+                             evidence=r[6], at=r[7])
+
+    def stats(self, user_id: str | None = None) -> dict[str, int]:
+        where, params = ("WHERE user_id=?", (user_id,)) if user_id is not None else ("", ())
+        with self._read() as db:
+            out = {
+                "memories": db.execute(f"SELECT count(*) FROM memories {where}", params).fetchone()[0],
+                "entities": db.execute(f"SELECT count(*) FROM entities {where}", params).fetchone()[0],
+                "users": len(self.users()) if user_id is None else 1,
+            }
+            for typ, n in db.execute(f"SELECT type, count(*) FROM edges {where} GROUP BY type", params):
+                out[f"edges_{typ.lower()}"] = n
+            for status, n in db.execute(f"SELECT status, count(*) FROM memories {where} GROUP BY status", params):
+                out[f"memories_{status}"] = n
+        for typ in ("mentions", "related", "next"):
+            out.setdefault(f"edges_{typ}", 0)
+        if self.path is not None:
+            out["bytes_on_disk"] = sum(
+                p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file()
+            )
+        return out
+

@@ -1,0 +1,268 @@
+"""One conformance suite for every store backend.
+
+Subclass :class:`GraphStoreConformance` in a test module and override the
+``store`` fixture to yield an empty store of your backend (and ``reopen`` to
+open the same data again, for durability); every test then runs against it.
+A backend is done when this suite passes.  Vectors are small deterministic
+arrays, so the suite needs no model.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pytest
+
+from .jsonl import from_json, to_json
+from .protocol import ACTIVE, INVALIDATED, GraphStore
+from .records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, EdgeRecord, EntityRecord, MemoryRecord, WriteBatch
+
+__all__ = ["GraphStoreConformance", "unit_vector", "make_memory", "make_entity", "DIM"]
+
+DIM = 8
+
+
+def unit_vector(*values: float) -> np.ndarray:
+    """A normalised ``DIM``-dimensional float32 vector from its first coordinates."""
+    v = np.zeros(DIM, dtype=np.float32)
+    v[: len(values)] = values
+    return v / np.linalg.norm(v)
+
+
+def make_memory(mid: str, user: str = "u1", text: str | None = None, *, at: float = 1_000.0,
+                session: str | None = "s1", vec: np.ndarray | None = None, terms: tuple[str, ...] | None = None,
+                status: str = ACTIVE, metadata: dict[str, Any] | None = None) -> MemoryRecord:
+    text = text if text is not None else f"memory {mid}"
+    return MemoryRecord(
+        id=mid, user_id=user, text=text, at=at, created_at=at + 1, session_id=session,
+        metadata_json=json.dumps(metadata or {"n": mid}, ensure_ascii=False), status=status,
+        terms=terms if terms is not None else tuple(text.lower().split()),
+        embedding=(vec if vec is not None else unit_vector(1.0)).astype(np.float32).tobytes(),
+        token_vectors=np.ones((2, DIM), dtype=np.int8).tobytes(),
+    )
+
+
+def make_entity(eid: str, user: str = "u1", key: str | None = None, label: str = "PERSON",
+                aliases: tuple[str, ...] = (), vec: np.ndarray | None = None) -> EntityRecord:
+    key = key or eid.removeprefix("e_")
+    return EntityRecord(id=eid, user_id=user, name=key.title(), key=key, label=label, aliases=aliases,
+                        embedding=None if vec is None else vec.astype(np.float32).tobytes())
+
+
+def mention(mid: str, eid: str, user: str = "u1") -> EdgeRecord:
+    return EdgeRecord(mid, EDGE_MENTIONS, eid, user, 1.0)
+
+
+class GraphStoreConformance:
+    """The contract of :class:`graphstore.GraphStore`, as tests.
+
+    Override ``store`` (an empty store; clean up after the test) and
+    optionally ``reopen`` (a callable that opens the same data again).
+    """
+
+    @pytest.fixture
+    def store(self) -> Iterator[GraphStore]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @pytest.fixture
+    def reopen(self, store: GraphStore) -> Callable[[], GraphStore]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    # -- a small graph: two memories of u1 share entity "dana"; u2 has one memory
+    def _seed_graph(self, store: GraphStore) -> None:
+        batch = WriteBatch(
+            memories=[
+                make_memory("m_1", text="Dana runs procurement", at=100.0, vec=unit_vector(1, 0), terms=("dana", "run", "procurement")),
+                make_memory("m_2", text="Dana signs invoices", at=200.0, vec=unit_vector(0, 1), terms=("dana", "sign", "invoice", "invoice")),
+                make_memory("m_3", text="张伟在北京工作", at=300.0, vec=unit_vector(1, 1), terms=("张伟", "北京", "工作")),
+                make_memory("m_9", user="u2", text="Dana is u2's cat", at=100.0, vec=unit_vector(1, 0), terms=("dana", "cat")),
+            ],
+            entities=[
+                make_entity("e_dana", key="dana", aliases=("dana whitfield",), vec=unit_vector(1, 0)),
+                make_entity("e_nw", key="northwind", label="ORG", vec=unit_vector(0, 1)),
+                make_entity("e_zw", key="张伟", vec=unit_vector(0, 0, 1)),
+                make_entity("e_u2dana", user="u2", key="dana", vec=unit_vector(1, 0)),
+            ],
+            edges=[
+                mention("m_1", "e_dana"), mention("m_2", "e_dana"), mention("m_1", "e_nw"), mention("m_3", "e_zw"),
+                EdgeRecord("m_1", EDGE_NEXT, "m_2", "u1", 1.0),
+                EdgeRecord("e_dana", EDGE_RELATED, "e_nw", "u1", 1.0, predicate="work_at", evidence="m_1"),
+                mention("m_9", "e_u2dana", "u2"),
+            ],
+        )
+        store.write(batch)
+
+    # -- writes and reads ---------------------------------------------------------------------
+    def test_empty_store(self, store: GraphStore) -> None:
+        """A fresh store has no users and zero counts (fixtures must not leak state)."""
+        assert store.users() == []
+        stats = store.stats()
+        assert stats["memories"] == 0 and stats["entities"] == 0
+
+    def test_memory_round_trip(self, store: GraphStore) -> None:
+        """Every field, CJK text and nested metadata come back exactly."""
+        meta = {"source": "chat", "nested": {"a": [1, 2.5, None, True]}, "中文": "值"}
+        rec = make_memory("m_rt", text="我叫张伟，我在北京工作。", metadata=meta, terms=("张伟", "北京", "工作"))
+        store.write(WriteBatch(memories=[rec]))
+        got = store.get_memories(["m_rt"], with_vectors=True)[0]
+        assert got.text == rec.text and got.at == rec.at and got.created_at == rec.created_at
+        assert json.loads(got.metadata_json) == meta
+        assert got.terms == rec.terms and got.session_id == "s1" and got.status == ACTIVE
+        assert got.embedding == rec.embedding and got.token_vectors == rec.token_vectors
+
+    def test_missing_ids_are_skipped(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        assert [m.id for m in store.get_memories(["m_2", "nope", "m_1"])] == ["m_2", "m_1"]
+        assert store.get_memories([]) == []
+
+    def test_upsert_is_idempotent_and_related_weights_accumulate(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        before = store.stats("u1")
+        store.write(WriteBatch(edges=[EdgeRecord("e_dana", EDGE_RELATED, "e_nw", "u1", 1.0, predicate="work_at")]))
+        store.write(WriteBatch(memories=[make_memory("m_1", text="Dana runs procurement", at=100.0)]))
+        after = store.stats("u1")
+        assert before == {**after, **{k: v for k, v in before.items() if k == "bytes_on_disk"}}
+        rel = [n for n in store.expand("u1", ["e_dana"], [EDGE_RELATED]) if n.target == "e_nw"]
+        assert len(rel) == 1 and rel[0].weight == pytest.approx(2.0) and rel[0].predicate == "work_at"
+
+    def test_entities_by_key_and_alias(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        assert [e.id for e in store.get_entities("u1", ["dana whitfield"])] == ["e_dana"]
+        assert [e.id for e in store.get_entities("u1", ["张伟", "northwind"])] == ["e_nw", "e_zw"]
+        assert store.get_entities("u2", ["dana whitfield"]) == []
+        store.write(WriteBatch(entities=[make_entity("e_dana", key="dana", aliases=("ms whitfield",))]))
+        (dana,) = store.get_entities("u1", ["ms whitfield"])
+        assert set(dana.aliases) >= {"dana whitfield", "ms whitfield"}
+
+    def test_degrees(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        assert store.entity_degrees(["e_dana", "e_nw", "e_u2dana"]) == {"e_dana": 2, "e_nw": 1, "e_u2dana": 1}
+        degrees = {e.id: d for e, d in store.list_entities("u1")}
+        assert degrees == {"e_dana": 2, "e_nw": 1, "e_zw": 1}
+
+    # -- expansion -------------------------------------------------------------------------------
+    def test_expand_both_directions_one_call(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        out = store.expand("u1", ["m_1"], [EDGE_MENTIONS, EDGE_NEXT])
+        got = {(n.source, n.target, n.type, n.degree, n.label) for n in out}
+        assert got == {("m_1", "e_dana", EDGE_MENTIONS, 2, "PERSON"), ("m_1", "e_nw", EDGE_MENTIONS, 1, "ORG"),
+                       ("m_1", "m_2", EDGE_NEXT, 1, "")}
+        back = store.expand("u1", ["e_dana", "m_2"], [EDGE_MENTIONS, EDGE_NEXT])
+        got = {(n.source, n.target, n.type) for n in back}
+        assert got == {("e_dana", "m_1", EDGE_MENTIONS), ("e_dana", "m_2", EDGE_MENTIONS),
+                       ("m_2", "e_dana", EDGE_MENTIONS), ("m_2", "m_1", EDGE_NEXT)}
+
+    def test_expand_hub_cut_off(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        out = store.expand("u1", ["m_1", "e_dana"], [EDGE_MENTIONS], max_degree=1)
+        assert {(n.source, n.target) for n in out} == {("m_1", "e_nw")}
+
+    def test_expand_never_crosses_users(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        assert store.expand("u2", ["m_1", "e_dana"], [EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED]) == []
+        assert {n.target for n in store.expand("u2", ["e_u2dana"], [EDGE_MENTIONS])} == {"m_9"}
+        assert store.expand("u1", [], [EDGE_MENTIONS]) == []
+
+    # -- search ------------------------------------------------------------------------------------
+    def test_nearest_memories(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        hits = store.nearest_memories("u1", unit_vector(1, 0.1), 2)
+        assert [h[0] for h in hits] == ["m_1", "m_3"]
+        assert hits[0][1] == pytest.approx(float(unit_vector(1, 0.1) @ unit_vector(1, 0)), abs=1e-3)
+        assert all(h[0] != "m_9" for h in store.nearest_memories("u1", unit_vector(1, 0), 10))
+        store.set_status(["m_1"], INVALIDATED)
+        assert "m_1" not in [h[0] for h in store.nearest_memories("u1", unit_vector(1, 0), 10)]
+        assert "m_1" in [h[0] for h in store.nearest_memories("u1", unit_vector(1, 0), 10, statuses=(ACTIVE, INVALIDATED))]
+
+    def test_nearest_entities(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        assert store.nearest_entities("u1", unit_vector(0, 1), 1)[0][0] == "e_nw"
+        assert store.nearest_entities("nobody", unit_vector(0, 1), 1) == []
+
+    def test_lexical_postings_follow_status(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        n, avg, df = store.lexical_stats("u1", ["dana", "invoice", "北京", "zzz"])
+        assert n == 3 and avg == pytest.approx(10 / 3) and df == {"dana": 2, "invoice": 1, "北京": 1}
+        rows = sorted(store.postings("u1", ["dana", "invoice"]))
+        assert rows == [("dana", "m_1", 1, 3), ("dana", "m_2", 1, 4), ("invoice", "m_2", 2, 4)]
+        store.set_status(["m_2"], INVALIDATED)
+        n, _, df = store.lexical_stats("u1", ["dana", "invoice"])
+        assert n == 2 and df == {"dana": 1}
+        assert store.postings("u1", ["invoice"]) == []
+        store.set_status(["m_2"], ACTIVE)
+        assert store.lexical_stats("u1", ["invoice"])[2] == {"invoice": 1}
+
+    def test_token_vectors(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        blobs = store.token_vectors(["m_1", "nope"])
+        assert list(blobs) == ["m_1"] and len(blobs["m_1"]) == 2 * DIM
+
+    # -- listing, sessions, touch --------------------------------------------------------------------
+    def test_list_and_sessions(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        assert [m.id for m in store.list_memories("u1")] == ["m_1", "m_2", "m_3"]
+        assert [m.id for m in store.list_memories("u1", limit=1, offset=1)] == ["m_2"]
+        assert store.last_memory_in_session("u1", "s1") == "m_3"
+        assert store.last_memory_in_session("u1", "nope") is None
+        assert store.users() == ["u1", "u2"]
+
+    def test_touch_counts_access(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        store.touch(["m_1", "m_1", "m_2"], 5_000.0)
+        got = {m.id: m for m in store.get_memories(["m_1", "m_2"])}
+        assert got["m_1"].access_count == 2 and got["m_1"].last_access == 5_000.0
+        assert got["m_2"].access_count == 1
+
+    # -- deletion -------------------------------------------------------------------------------------
+    def test_delete_memories(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        counts = store.delete_memories(["m_1", "nope"])
+        assert counts["memories"] == 1 and counts["edges"] >= 3
+        assert store.get_memories(["m_1"]) == []
+        assert store.entity_degrees(["e_dana"]) == {"e_dana": 1}
+        assert store.lexical_stats("u1", ["procurement"])[2] == {}
+        assert "m_1" not in [h[0] for h in store.nearest_memories("u1", unit_vector(1, 0), 10)]
+
+    def test_delete_user_removes_everything_of_that_user_only(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        counts = store.delete_user("u1")
+        assert counts["memories"] == 3 and counts["entities"] == 3 and counts["edges"] == 6
+        assert store.stats("u1")["memories"] == 0 and store.list_entities("u1") == []
+        assert store.nearest_memories("u1", unit_vector(1, 0), 5) == []
+        assert store.lexical_stats("u1", ["dana"]) == (0, 0.0, {})
+        assert list(store.export("u1")) == []
+        assert store.users() == ["u2"] and store.stats("u2")["memories"] == 1
+
+    def test_replace_mentions(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        store.write(WriteBatch(edges=[mention("m_1", "e_zw")]), replace_mentions_of=["m_1"])
+        assert {n.target for n in store.expand("u1", ["m_1"], [EDGE_MENTIONS])} == {"e_zw"}
+        assert store.entity_degrees(["e_dana", "e_zw"]) == {"e_dana": 1, "e_zw": 2}
+
+    # -- export / durability ------------------------------------------------------------------------------
+    def test_export_round_trips_through_jsonl(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        records = [from_json(json.loads(json.dumps(to_json(r)))) for r in store.export("u1")]
+        kinds = [type(r).__name__ for r in records]
+        assert kinds.count("MemoryRecord") == 3 and kinds.count("EntityRecord") == 3 and kinds.count("EdgeRecord") == 6
+        mem = next(r for r in records if getattr(r, "id", None) == "m_3")
+        assert isinstance(mem, MemoryRecord) and mem.text == "张伟在北京工作" and mem.embedding is not None
+        store.delete_user("u1")
+        store.write(WriteBatch(memories=[r for r in records if isinstance(r, MemoryRecord)],
+                               entities=[r for r in records if isinstance(r, EntityRecord)]))
+        store.write(WriteBatch(edges=[r for r in records if isinstance(r, EdgeRecord)]))
+        assert store.entity_degrees(["e_dana"]) == {"e_dana": 2}
+        assert [h[0] for h in store.nearest_memories("u1", unit_vector(1, 0.1), 1)] == ["m_1"]
+
+    def test_durable_after_reopen(self, store: GraphStore, reopen: Callable[[], GraphStore]) -> None:
+        self._seed_graph(store)
+        store.close()
+        again = reopen()
+        try:
+            assert [m.id for m in again.list_memories("u1")] == ["m_1", "m_2", "m_3"]
+            assert again.entity_degrees(["e_dana"]) == {"e_dana": 2}
+            assert [h[0] for h in again.nearest_memories("u1", unit_vector(0, 1), 1)] == ["m_2"]
+        finally:
+            again.close()

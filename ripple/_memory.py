@@ -1,0 +1,531 @@
+"""The public API: :class:`Memory` (sync) and :class:`AsyncMemory` (async).
+
+``_BaseMemory`` holds everything that needs no I/O: validation, the CPU stage
+of the write path (extraction, embeddings), query preparation and shaping
+results.  The two public classes only drive the shared generators
+(:func:`ripple._ingest.ingest_plan`, :func:`ripple.recall.pipeline.recall_plan`)
+against a store, one with plain calls and one with ``await``; the async class
+runs CPU work (models) in worker threads so the event loop never blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, Mapping, Sequence, TypeVar
+
+from pydantic import ValidationError
+
+from graphstore import INVALIDATED, GraphStore, open_store
+from graphstore.records import MemoryRecord
+
+from .errors import ConfigError, InvalidInput, MemoryNotFound, UnknownUser
+from .models import (
+    AddItem,
+    Memory as MemoryModel,
+    PathStep,
+    RecallHit,
+    RecallResult,
+    RecallTrace,
+    ScoreParts,
+    StageTrace,
+    as_utc,
+)
+from .recall.config import RecallConfig
+from .recall.pipeline import MODES, Call, PlanResult, QueryInput, recall_plan
+from .settings import RippleSettings
+
+if TYPE_CHECKING:
+    from extractors.base import Extractor
+
+    from ._ingest import Prepared
+    from .embedding import Embedder
+
+__all__ = ["Memory", "AsyncMemory"]
+
+T = TypeVar("T")
+_MAX_K = 1000
+_CHUNK = 256  # items per atomic write batch in add_many
+
+
+def _ts(value: datetime) -> float:
+    return as_utc(value).timestamp()
+
+
+def _dt(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, tz=timezone.utc)
+
+
+def _to_model(r: MemoryRecord) -> MemoryModel:
+    return MemoryModel(
+        id=r.id, user_id=r.user_id, text=r.text, at=_dt(r.at), created_at=_dt(r.created_at),  # type: ignore[arg-type]
+        agent_id=r.agent_id, session_id=r.session_id, kind=r.kind, importance=r.importance,
+        status=r.status, access_count=r.access_count, last_access=_dt(r.last_access),  # type: ignore[arg-type]
+        language=r.language, metadata=json.loads(r.metadata_json),
+    )
+
+
+class _BaseMemory:
+    """Configuration, validation and everything CPU-bound; no store I/O."""
+
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        store: str | GraphStore | None = None,
+        embedder: "str | Embedder | None" = None,
+        extractor: "Extractor | None" = None,
+        config: RecallConfig | None = None,
+        settings: RippleSettings | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.settings = settings or RippleSettings()
+        if path is not None and store is not None:
+            raise ConfigError("pass either path= or store=, not both")
+        self._store_spec: str | GraphStore = store if store is not None else (str(path) if path is not None else self.settings.store_uri())
+        self._embedder_spec = embedder if embedder is not None else self.settings.embedder
+        self._embedder: Embedder | None = None if isinstance(self._embedder_spec, str) else self._embedder_spec
+        self._extractor = extractor
+        self.config = config or RecallConfig()
+        self._clock = clock or time.time
+        self._model_lock = threading.Lock()
+        self._cross_encoders: dict[str, Any] = {}
+
+    # -- models (loaded on first use) -------------------------------------------------
+    @property
+    def embedder(self) -> "Embedder":
+        if self._embedder is None:
+            with self._model_lock:
+                if self._embedder is None:
+                    from .embedding import default_embedder
+
+                    self._embedder = default_embedder(str(self._embedder_spec), self.settings.device)
+        return self._embedder
+
+    @property
+    def extractor(self) -> "Extractor":
+        if self._extractor is None:
+            with self._model_lock:
+                if self._extractor is None:
+                    from extractors import default_extractor
+
+                    self._extractor = default_extractor()
+        return self._extractor
+
+    def _open_store(self) -> GraphStore:
+        if isinstance(self._store_spec, str):
+            opts: dict[str, Any] = {}
+            from graphstore import is_neo4j_uri
+
+            if is_neo4j_uri(self._store_spec):
+                opts = {"user": self.settings.neo4j_user, "password": self.settings.neo4j_password,
+                        "database": self.settings.neo4j_database}
+            return open_store(self._store_spec, **opts)
+        return self._store_spec
+
+    # -- validation ----------------------------------------------------------------------
+    @staticmethod
+    def _items(raw: Iterable[Mapping[str, Any] | AddItem]) -> list[AddItem]:
+        items: list[AddItem] = []
+        for n, r in enumerate(raw):
+            if isinstance(r, AddItem):
+                items.append(r)
+                continue
+            if not isinstance(r, Mapping):
+                raise InvalidInput(f"item {n} must be a mapping with text and user_id, not {type(r).__name__}")
+            try:
+                items.append(AddItem.model_validate(dict(r)))
+            except ValidationError as exc:
+                raise InvalidInput(f"item {n}: {_first_error(exc)}") from exc
+        return items
+
+    @staticmethod
+    def _check_user(user_id: Any) -> str:
+        if not isinstance(user_id, str) or not user_id.strip():
+            raise InvalidInput("user_id must be a non-empty string")
+        return user_id
+
+    def _check_query(self, query: Any, k: Any, mode: Any) -> None:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("query must be a non-empty string")
+        if len(query) > 10_000:
+            raise InvalidInput("query is longer than 10,000 characters")
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= _MAX_K:
+            raise InvalidInput(f"k must be an integer between 1 and {_MAX_K}")
+        if mode not in MODES:
+            raise InvalidInput(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+
+    # -- CPU stages --------------------------------------------------------------------------
+    def _prepare(self, items: Sequence[AddItem]) -> "list[Prepared]":
+        from ._ingest import Prepared
+
+        if not items:
+            return []
+        extractions = self.extractor.extract_many([i.text for i in items])
+        keep = [n for n, ex in enumerate(extractions) if not ex.contentless]
+        if not keep:
+            return []
+        vectors, tokens = self.embedder.encode_with_tokens([items[n].text for n in keep])
+        now = self._clock()
+        return [
+            Prepared(items[n], extractions[n], _ts(items[n].at) if items[n].at else now, vectors[j], tokens[j])
+            for j, n in enumerate(keep)
+        ]
+
+    def _query_input(self, query: str, user_id: str, k: int, mode: str) -> QueryInput:
+        from extractors.text import lexical_tokens
+
+        emb = self.embedder
+        vector = tokens = None
+        if mode != "bm25":
+            vecs, toks = emb.encode_with_tokens([query])
+            vector, tokens = vecs[0], toks[0]
+        keys: list[str] = []
+        if self.config.seed.query_entities > 0:
+            keys = [e.key for e in self.extractor.extract_many([query])[0].entities]
+        return QueryInput(
+            text=query, user_id=user_id, k=k, mode=mode, now=self._clock(), terms=lexical_tokens(query),
+            vector=vector, tokens=tokens, token_dim=emb.dim, entity_keys=keys,
+        )
+
+    def _local(self, call: Call) -> Any:
+        """CPU work that a plan asks of the driver rather than the store."""
+        if call.method == "embed":
+            return self.embedder.encode(call.args[0])
+        if call.method == "cross_encode":
+            model_name, pairs = call.args
+            if not model_name:
+                raise ConfigError("the cross-encoder reranker needs RerankConfig.model")
+            model = self._cross_encoders.get(model_name)
+            if model is None:
+                from sentence_transformers import CrossEncoder
+
+                model = self._cross_encoders[model_name] = CrossEncoder(model_name, device=self.settings.device)
+            return [float(s) for s in model.predict(pairs)] if pairs else []
+        raise ConfigError(f"unknown local call {call.method!r}")
+
+    def _shape(self, q: QueryInput, plan: PlanResult, total_ms: float) -> RecallResult:
+        hits = []
+        for rank, c in enumerate(plan.hits, start=1):
+            path = tuple(
+                PathStep(
+                    source=e.source, target=e.target, edge=e.type, weight=round(e.weight, 6),
+                    label=plan.entity_names.get(e.target if e.target.startswith("e_") else e.source, e.predicate),
+                )
+                for e in c.path
+            )
+            hits.append(
+                RecallHit(
+                    memory=_to_model(plan.records[c.id]), score=float(c.score), rank=rank, path=path, via=c.via,
+                    parts=ScoreParts(seed=c.seed, lexical=c.lexical, dense=c.dense, late=c.late,
+                                     activation=c.activation, recency=c.recency, importance=c.importance,
+                                     rerank=c.rerank),
+                )
+            )
+        trace = RecallTrace(
+            stages=tuple(StageTrace(name=n, ms=round(ms, 3), size=size, detail=d) for n, ms, size, d in plan.stages),
+            total_ms=round(total_ms, 3),
+        )
+        return RecallResult(query=q.text, user_id=q.user_id, mode=q.mode, hits=tuple(hits), trace=trace)
+
+    def _run_sync(self, gen: Generator[Call, Any, T], store: GraphStore) -> T:
+        try:
+            call = next(gen)
+            while True:
+                if call.local:
+                    result = self._local(call)
+                else:
+                    result = getattr(store, call.method)(*call.args, **call.kwargs)
+                call = gen.send(result)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(x) for x in err.get("loc", ()))
+    return f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid"))
+
+
+class Memory(_BaseMemory):
+    """Associative memory for agents, synchronous API.
+
+    Parameters
+    ----------
+    path:
+        Folder of the embedded store (created if missing).  Without ``path`` or
+        ``store`` the folder is ``$RIPPLE_HOME`` or ``~/.ripple``.
+    store:
+        A store URI (``bolt://...``, ``neo4j://...``, ``sqlite://...``) or an
+        open :class:`graphstore.GraphStore`.
+    embedder:
+        Model name or path for sentence-transformers, or an :class:`~ripple.embedding.Embedder`.
+    config:
+        The recall plan (:class:`ripple.RecallConfig`); defaults to ripple's tuned default.
+
+    Examples
+    --------
+    >>> from ripple import Memory
+    >>> with Memory(path=tmp_path) as mem:                                  # doctest: +SKIP
+    ...     mem.add("Dana runs procurement at Northwind.", user_id="u1", session_id="s1")
+    ...     res = mem.recall("who signs off purchases?", user_id="u1", k=5)
+    """
+
+    def __init__(self, path: str | None = None, **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
+        self._store = self._open_store()
+        self._write_lock = threading.Lock()
+
+    @property
+    def store(self) -> GraphStore:
+        return self._store
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the store (models stay cached for the process)."""
+        if not isinstance(self._store_spec, str):
+            return  # the caller owns a store they passed in
+        self._store.close()
+
+    # -- writes ------------------------------------------------------------------------------
+    def add(
+        self,
+        text: str,
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        at: datetime | None = None,
+        kind: str | None = None,
+        importance: float | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> list[MemoryModel]:
+        """Store one text; returns the stored memories (empty for a contentless turn like "ok")."""
+        item: dict[str, Any] = {"text": text, "user_id": user_id, "agent_id": agent_id, "session_id": session_id,
+                                "at": at, "kind": kind, "metadata": metadata if metadata is not None else {}}
+        if importance is not None:
+            item["importance"] = importance
+        return self.add_many([item])
+
+    def add_many(self, items: Iterable[Mapping[str, Any] | AddItem], *, progress: bool = False) -> list[MemoryModel]:
+        """Store many texts in batches; each batch of up to 256 items is atomic.
+
+        All items are validated before anything is written: one bad item
+        raises :class:`~ripple.InvalidInput` and nothing is stored.
+        """
+        valid = self._items(items)
+        out: list[MemoryModel] = []
+        bar = None
+        if progress and len(valid) > _CHUNK:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(valid), unit="mem", desc="ingest")
+        try:
+            for start in range(0, len(valid), _CHUNK):
+                chunk = valid[start : start + _CHUNK]
+                prepared = self._prepare(chunk)
+                if prepared:
+                    from ._ingest import ingest_plan
+
+                    with self._write_lock:  # NEXT chains need the session tail read and written together
+                        records = self._run_sync(ingest_plan(prepared, now=self._clock()), self._store)
+                    out.extend(_to_model(r) for r in records)
+                if bar is not None:
+                    bar.update(len(chunk))
+        finally:
+            if bar is not None:
+                bar.close()
+        return out
+
+    def update(self, memory_id: str, *, text: str | None = None, metadata: dict[str, Any] | None = None,
+               importance: float | None = None, at: datetime | None = None) -> MemoryModel:
+        """Change a memory in place; a new text is re-extracted and re-embedded."""
+        old = self._get_record(memory_id)
+        item = AddItem.model_validate(
+            {"text": text if text is not None else old.text, "user_id": old.user_id, "agent_id": old.agent_id,
+             "session_id": old.session_id, "at": at or _dt(old.at), "kind": old.kind,
+             "importance": importance if importance is not None else old.importance,
+             "metadata": metadata if metadata is not None else json.loads(old.metadata_json)}
+        )
+        return self._replace(old, item)
+
+    def _replace(self, old: MemoryRecord, item: AddItem) -> MemoryModel:
+        from dataclasses import replace
+
+        from ._ingest import ingest_plan
+
+        prepared = self._prepare([item])
+        if not prepared:
+            raise InvalidInput("the new text has no content to remember")
+        with self._write_lock:
+            gen = ingest_plan(prepared, now=old.created_at)
+            # Reuse the write plan but keep the id, the NEXT links and the counters of the old memory.
+            call = next(gen)
+            try:
+                while True:
+                    if call.method == "last_memory_in_session":
+                        result: Any = None
+                    elif call.method == "write":
+                        batch = call.args[0]
+                        new = batch.memories[0]
+                        batch.memories[0] = replace(new, id=old.id, created_at=old.created_at,
+                                                    access_count=old.access_count, last_access=old.last_access,
+                                                    status=old.status)
+                        batch.edges = [replace(e, src=old.id if e.src == new.id else e.src,
+                                               evidence=old.id if e.evidence == new.id else e.evidence)
+                                       for e in batch.edges]
+                        self._store.write(batch, replace_mentions_of=[old.id])
+                        result = None
+                    elif call.local:
+                        result = self._local(call)
+                    else:
+                        result = getattr(self._store, call.method)(*call.args, **call.kwargs)
+                    call = gen.send(result)
+            except StopIteration:
+                pass
+        return self.get(old.id)
+
+    def delete(self, memory_id: str) -> None:
+        """Delete one memory with its edges and index entries."""
+        self._get_record(memory_id)
+        self._store.delete_memories([memory_id])
+
+    def delete_all(self, *, user_id: str) -> dict[str, int]:
+        """Delete every node, edge and index entry of a user; returns counts."""
+        return self._store.delete_user(self._check_user(user_id))
+
+    def forget(self, memory_id: str) -> None:
+        """Invalidate a memory: it never comes back in recall, but stays exportable."""
+        self._get_record(memory_id)
+        self._store.set_status([memory_id], INVALIDATED)
+
+    # -- reads ------------------------------------------------------------------------------------
+    def _get_record(self, memory_id: str) -> MemoryRecord:
+        if not isinstance(memory_id, str) or not memory_id:
+            raise InvalidInput("memory_id must be a non-empty string")
+        found = self._store.get_memories([memory_id])
+        if not found:
+            raise MemoryNotFound(f"no memory with id {memory_id!r}")
+        return found[0]
+
+    def get(self, memory_id: str) -> MemoryModel:
+        """One memory by id (raises :class:`~ripple.MemoryNotFound`)."""
+        return _to_model(self._get_record(memory_id))
+
+    def get_all(self, *, user_id: str, session_id: str | None = None, limit: int | None = None) -> list[MemoryModel]:
+        """A user's memories in event-time order."""
+        self._require_user(user_id)
+        return [_to_model(r) for r in self._store.list_memories(user_id, session_id=session_id, limit=limit)]
+
+    def _require_user(self, user_id: str) -> None:
+        self._check_user(user_id)
+        if not self._store.list_memories(user_id, limit=1):
+            raise UnknownUser(f"no memories stored for user {user_id!r}")
+
+    def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple",
+               config: RecallConfig | None = None, touch: bool = True) -> RecallResult:
+        """The ``k`` memories most related to ``query``, each with its score parts and path.
+
+        ``mode="flat"`` is plain dense top-k through the same API (the baseline);
+        ``"bm25"`` and ``"hybrid"`` (RRF) are the other baselines; ``"ripple"``
+        seeds, spreads, merges and reranks as configured.
+        """
+        self._check_query(query, k, mode)
+        self._require_user(user_id)
+        t0 = time.perf_counter()
+        q = self._query_input(query, user_id, k, mode)
+        plan = self._run_sync(recall_plan(q, config or self.config), self._store)
+        result = self._shape(q, plan, (time.perf_counter() - t0) * 1000.0)
+        if touch and result.hits:
+            self._store.touch([h.memory.id for h in result.hits], self._clock())
+        return result
+
+    # -- housekeeping --------------------------------------------------------------------------------
+    def export(self, *, user_id: str) -> Iterator[dict[str, Any]]:
+        """Every node and edge of a user as JSON-ready dicts (see :mod:`graphstore.jsonl`)."""
+        from graphstore.jsonl import to_json
+
+        self._require_user(user_id)
+        for rec in self._store.export(user_id):
+            yield to_json(rec)
+
+    def stats(self, *, user_id: str | None = None) -> dict[str, int]:
+        """Counts of memories, entities and edges (one user or the whole store)."""
+        return self._store.stats(user_id)
+
+    def users(self) -> list[str]:
+        return self._store.users()
+
+
+class AsyncMemory(_BaseMemory):
+    """The async twin of :class:`Memory`: the same methods, awaited.
+
+    Store calls go through the backend's async API (a worker thread for
+    SQLite, the native async driver for Neo4j); model inference always runs
+    in a worker thread, so the event loop stays responsive.
+    """
+
+    def __init__(self, path: str | None = None, **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
+        self._sync = Memory.__new__(Memory)
+        self._sync.__dict__.update(self.__dict__)
+        self._sync._store = self._open_store()
+        self._sync._write_lock = threading.Lock()
+
+    async def __aenter__(self) -> "AsyncMemory":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._thread(self._sync.close)
+
+    @staticmethod
+    async def _thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        import functools
+
+        import anyio
+
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    async def add(self, text: str, **kwargs: Any) -> list[MemoryModel]:
+        return await self._thread(self._sync.add, text, **kwargs)
+
+    async def add_many(self, items: Iterable[Mapping[str, Any] | AddItem], *, progress: bool = False) -> list[MemoryModel]:
+        return await self._thread(self._sync.add_many, list(items), progress=progress)
+
+    async def recall(self, query: str, **kwargs: Any) -> RecallResult:
+        return await self._thread(self._sync.recall, query, **kwargs)
+
+    async def get(self, memory_id: str) -> MemoryModel:
+        return await self._thread(self._sync.get, memory_id)
+
+    async def get_all(self, **kwargs: Any) -> list[MemoryModel]:
+        return await self._thread(self._sync.get_all, **kwargs)
+
+    async def update(self, memory_id: str, **kwargs: Any) -> MemoryModel:
+        return await self._thread(self._sync.update, memory_id, **kwargs)
+
+    async def delete(self, memory_id: str) -> None:
+        await self._thread(self._sync.delete, memory_id)
+
+    async def delete_all(self, *, user_id: str) -> dict[str, int]:
+        return await self._thread(self._sync.delete_all, user_id=user_id)
+
+    async def forget(self, memory_id: str) -> None:
+        await self._thread(self._sync.forget, memory_id)
+
+    async def stats(self, *, user_id: str | None = None) -> dict[str, int]:
+        return await self._thread(self._sync.stats, user_id=user_id)
+
+    async def export(self, *, user_id: str) -> list[dict[str, Any]]:
+        return await self._thread(lambda: list(self._sync.export(user_id=user_id)))
+

@@ -1,0 +1,1 @@
+"""ripple's command line (``ripple --help``)."""

@@ -1,0 +1,66 @@
+"""Entry point: parse arguments, then import only the chosen command's module.
+
+Each command module has ``register(parser)`` and ``run(args, settings) -> int``
+and is a client of the public API; ``--help`` imports no model or driver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+__all__ = ["main", "COMMANDS"]
+
+# name -> (module, summary)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "add": ("ripple.cli.cmd_add", "store a text (or a JSONL file of items) as memories"),
+    "recall": ("ripple.cli.cmd_recall", "recall memories related to a query"),
+    "demo": ("ripple.cli.cmd_demo", "ingest a sample conversation and compare ripple with flat recall"),
+    "stats": ("ripple.cli.cmd_stats", "counts of memories, entities and edges"),
+    "export": ("ripple.cli.cmd_export", "write a user's graph as JSONL"),
+    "import": ("ripple.cli.cmd_import", "load a JSONL export into the store"),
+    "bench": ("ripple.cli.cmd_bench", "run the benchmark harness (python -m benchmarks)"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ripple", description="Graph-based associative memory for AI agents.")
+    parser.add_argument("--store", help="store URI or folder (default: $RIPPLE_STORE, $RIPPLE_HOME or ~/.ripple)")
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, summary) in COMMANDS.items():
+        sub.add_parser(name, help=summary, description=summary, add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0 if not rest else 2
+    module = importlib.import_module(COMMANDS[args.command][0])
+    sub = argparse.ArgumentParser(prog=f"ripple {args.command}", description=COMMANDS[args.command][1])
+    module.register(sub)
+    sub_args = sub.parse_args(rest)
+    from ripple.errors import RippleError
+    from ripple.settings import RippleSettings
+
+    try:
+        settings = RippleSettings(**({"store": args.store} if args.store else {}))
+        return int(module.run(sub_args, settings))
+    except RippleError as exc:
+        if args.debug:
+            raise
+        print(f"ripple: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("ripple: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

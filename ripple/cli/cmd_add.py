@@ -1,0 +1,70 @@
+"""``ripple add``: store a text, or every item of a JSONL file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+
+from ripple import Memory
+from ripple.errors import InvalidInput
+from ripple.settings import RippleSettings
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("text", nargs="?", help="text to remember (omit with --file)")
+    p.add_argument("--user", "-u", required=True, help="user id")
+    p.add_argument("--session", "-s", help="session id")
+    p.add_argument("--agent", help="agent id")
+    p.add_argument("--at", help="event time, ISO 8601 (default: now)")
+    p.add_argument("--metadata", help="JSON object stored with the memory")
+    p.add_argument("--file", "-f", help="JSONL file of items {text, session_id?, at?, metadata?} ('-' = stdin)")
+    p.add_argument("--json", action="store_true", help="print stored memories as JSON")
+
+
+def _items(args: argparse.Namespace) -> list[dict[str, object]]:
+    base: dict[str, object] = {"user_id": args.user}
+    if args.session:
+        base["session_id"] = args.session
+    if args.agent:
+        base["agent_id"] = args.agent
+    if args.file:
+        stream = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
+        items = []
+        with stream:
+            for n, line in enumerate(stream, start=1):
+                if line.strip():
+                    try:
+                        items.append({**base, **json.loads(line)})
+                    except json.JSONDecodeError as exc:
+                        raise InvalidInput(f"{args.file}:{n}: not JSON: {exc}") from exc
+        return items
+    if not args.text:
+        raise InvalidInput("give a text or --file")
+    item = dict(base, text=args.text)
+    if args.at:
+        try:
+            item["at"] = datetime.fromisoformat(args.at)
+        except ValueError as exc:
+            raise InvalidInput(f"--at: {exc}") from exc
+    if args.metadata:
+        try:
+            item["metadata"] = json.loads(args.metadata)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"--metadata is not JSON: {exc}") from exc
+    return [item]
+
+
+def run(args: argparse.Namespace, settings: RippleSettings) -> int:
+    items = _items(args)
+    with Memory(settings=settings) as mem:
+        stored = mem.add_many(items, progress=True)
+    if args.json:
+        for m in stored:
+            print(m.model_dump_json())
+    else:
+        skipped = len(items) - len(stored)
+        print(f"stored {len(stored)} memor{'y' if len(stored) == 1 else 'ies'}"
+              + (f" ({skipped} without content skipped)" if skipped else ""))
+    return 0

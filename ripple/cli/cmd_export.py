@@ -1,0 +1,31 @@
+"""``ripple export``: a user's whole graph as JSONL (ids, times, provenance, vectors)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ripple import Memory
+from ripple.settings import RippleSettings
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--user", "-u", required=True, help="user id")
+    p.add_argument("--out", "-o", default="-", help="output file (default: stdout)")
+
+
+def run(args: argparse.Namespace, settings: RippleSettings) -> int:
+    with Memory(settings=settings) as mem:
+        out = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8")
+        n = 0
+        try:
+            for obj in mem.export(user_id=args.user):
+                out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+                n += 1
+        finally:
+            if out is not sys.stdout:
+                out.close()
+    if args.out != "-":
+        print(f"wrote {n} records to {args.out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,118 @@
+"""Recall configuration as data: one frozen model per stage, and the whole plan.
+
+Every stage can be switched off or swapped by changing data, never code; named
+recipes (:mod:`ripple.recall.recipes`) are pre-built plans.  Build variants
+with ``model_copy(update=...)`` (configs are frozen, so a shared recipe cannot
+be changed by accident).  Enum values are stable strings: they are written
+into saved configs and benchmark results.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "SeedConfig",
+    "SpreadMethod",
+    "SpreadConfig",
+    "MergeConfig",
+    "RerankMethod",
+    "RerankConfig",
+    "RecallConfig",
+]
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SeedConfig(_Config):
+    """Stage 1: score the user's memories against the query.
+
+    A cheap first stage (BM25 + dense cosine, min-max normalised and summed
+    with ``first_stage_lexical`` / ``1 - first_stage_lexical``) selects a pool;
+    token-level late interaction (MaxSim) then scores the pool, and the seed
+    score is the weighted sum of the three normalised routes.
+    """
+
+    pool: int = Field(200, ge=1, description="candidates kept by the first stage")
+    first_stage_lexical: float = Field(0.4, ge=0, le=1)
+    lexical: float = Field(0.1, ge=0)
+    dense: float = Field(0.0, ge=0)
+    late: float = Field(0.9, ge=0, description="MaxSim weight; 0 skips token vectors")
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    max_df_ratio: float = Field(0.5, gt=0, le=1, description="query terms in more docs than this share are ignored")
+    query_entities: float = Field(0.0, ge=0, description="activation given to entities named in the query")
+
+
+class SpreadMethod(str, Enum):
+    NONE = "none"
+    ACTIVATION = "activation"
+    PPR = "ppr"
+
+
+class SpreadConfig(_Config):
+    """Stage 2: spread activation from the strongest seeds through the graph.
+
+    Two channels: the *session* channel walks NEXT edges to neighbouring
+    turns of the same conversation; the *entity* channel goes memory ->
+    entity -> memory (and entity -> entity over RELATED when ``hops > 2``),
+    dividing what leaves an entity by its degree (hub damping) so that an
+    entity mentioned everywhere carries almost nothing.
+    """
+
+    method: SpreadMethod = SpreadMethod.ACTIVATION
+    session_sources: int = Field(8, ge=0)
+    session_weights: tuple[float, ...] = (1.0, 0.75, 0.5)
+    session_lambda: float = Field(0.25, ge=0)
+    entity_sources: int = Field(20, ge=0)
+    hops: int = Field(2, ge=0, description="edge traversals in the entity channel (2 = memory->entity->memory)")
+    hop_decay: float = Field(0.5, gt=0, le=1)
+    hub_damping: float = Field(1.0, ge=0, description="exponent of the degree divisor; 0 turns damping off")
+    max_degree: int | None = Field(None, ge=1, description="entities above this degree are not walked")
+    max_degree_ratio: float = Field(0.2, gt=0, le=1, description="... nor those mentioned by more than this share")
+    entity_labels: tuple[str, ...] | None = Field(
+        None, description="entity labels that carry activation (None = all but DATE)"
+    )
+    entity_lambda: float = Field(0.2, ge=0)
+    frontier_cap: int = Field(400, ge=1)
+    threshold: float = Field(1e-4, ge=0)
+    into_seeds: bool = Field(False, description="let spreading add to memories that are already seeds")
+    ppr_alpha: float = Field(0.85, gt=0, lt=1)
+
+
+class MergeConfig(_Config):
+    """Stage 3: combine seed score, activation, time, importance and status."""
+
+    time_weight: float = Field(0.0, ge=0, le=1, description="share of the score given to recency")
+    half_life_days: float = Field(30.0, gt=0)
+    recency_cue_weight: float = Field(0.3, ge=0, le=1, description="time weight when the query asks for recency")
+    importance_weight: float = Field(0.0, ge=0, le=1)
+    include_statuses: tuple[str, ...] = ("active",)
+
+
+class RerankMethod(str, Enum):
+    NONE = "none"
+    MAXSIM = "maxsim"
+    CROSS_ENCODER = "cross_encoder"
+
+
+class RerankConfig(_Config):
+    """Stage 4: reorder the top candidates and trim to ``k``."""
+
+    method: RerankMethod = RerankMethod.NONE
+    top_n: int = Field(50, ge=1)
+    weight: float = Field(0.5, ge=0, le=1, description="share of the reranker score in the final score")
+    model: str | None = Field(None, description="CrossEncoder model name or path")
+
+
+class RecallConfig(_Config):
+    """The whole recall plan."""
+
+    seed: SeedConfig = SeedConfig()
+    spread: SpreadConfig = SpreadConfig()
+    merge: MergeConfig = MergeConfig()
+    rerank: RerankConfig = RerankConfig()

@@ -1,0 +1,402 @@
+"""The recall walk, written once as an I/O-free generator.
+
+``recall_plan`` yields :class:`Call` requests ("neighbours of these ids",
+"token vectors of these candidates") and receives the store's answers; it
+never touches a store itself.  :class:`ripple.Memory` drives it with plain
+calls, :class:`ripple.AsyncMemory` with ``await``, so the two APIs cannot
+disagree (the pattern of httpx's ``Auth.auth_flow``).
+
+Stages: seed -> spread -> merge -> rerank.  Every candidate keeps its score
+parts and, when it was reached by spreading, the edge path from a seed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generator, Sequence
+
+from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, Neighbor
+
+from .activation import Edge, SpreadResult, spread_flow
+from .config import RecallConfig, RerankMethod, SpreadMethod
+from .scoring import bm25, maxsim, minmax, recency_factor, rrf, top, weighted_sum
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["Call", "QueryInput", "Candidate", "PlanResult", "recall_plan", "MODES", "has_recency_cue"]
+
+MODES = ("ripple", "flat", "bm25", "hybrid", "ppr")
+_RECENCY_CUES = re.compile(
+    r"\b(latest|recent(ly)?|newest|last (time|week|month)|most recent|currently|these days|nowadays|now)\b"
+    r"|最近|最新|上次|现在|目前|如今",
+    re.IGNORECASE,
+)
+
+
+def has_recency_cue(text: str) -> bool:
+    """True when a query asks about recency ("latest", "recently", "最近")."""
+    return _RECENCY_CUES.search(text) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A request for the store: ``getattr(store, method)(*args, **kwargs)``."""
+
+    method: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    local: bool = False  # CPU work the driver does itself (e.g. a cross-encoder), not a store call
+
+
+@dataclass(slots=True)
+class QueryInput:
+    """Everything CPU-bound about the query, computed by the driver beforehand."""
+
+    text: str
+    user_id: str
+    k: int
+    mode: str
+    now: float
+    terms: list[str]
+    vector: "np.ndarray | None"
+    tokens: "np.ndarray | None"
+    token_dim: int
+    entity_keys: list[str]
+
+
+@dataclass(slots=True)
+class Candidate:
+    id: str
+    score: float = 0.0
+    seed: float = 0.0
+    lexical: float = 0.0
+    dense: float = 0.0
+    late: float = 0.0
+    activation: float = 0.0
+    recency: float = 1.0
+    importance: float = 0.5
+    rerank: float | None = None
+    via: str = "seed"
+    path: list[Edge] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PlanResult:
+    hits: list[Candidate]
+    records: dict[str, Any]  # memory id -> MemoryRecord
+    entity_names: dict[str, str]
+    stages: list[tuple[str, float, int, dict[str, Any]]]
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.stages: list[tuple[str, float, int, dict[str, Any]]] = []
+        self._t = time.perf_counter()
+
+    def lap(self, name: str, size: int, **detail: Any) -> None:
+        now = time.perf_counter()
+        self.stages.append((name, (now - self._t) * 1000.0, size, detail))
+        self._t = now
+
+
+def _edges(neighbors: Sequence[Neighbor]) -> list[Edge]:
+    """Neighbour rows as activation edges; the source degree comes with the row.
+
+    A row carries the degree of its *target*; for the entity -> memory step the
+    entity is the source, so its degree is recovered from the rows that
+    entered it (stores return both directions with the entity's degree).
+    """
+    degree: dict[str, int] = {}
+    for n in neighbors:
+        if n.type == EDGE_MENTIONS:
+            # for memory->entity rows the target is the entity: remember its degree
+            degree.setdefault(n.target, n.degree)
+    return [
+        Edge(n.source, n.target, n.weight, degree.get(n.source, 1), n.type, n.predicate) for n in neighbors
+    ]
+
+
+def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, PlanResult]:
+    """Run one recall; see the module docstring for the protocol."""
+    timer = _Timer()
+    k = q.k
+    seed_cfg, spread_cfg, merge_cfg = config.seed, config.spread, config.merge
+    statuses = tuple(merge_cfg.include_statuses)
+
+    # ---- stage 1: seed --------------------------------------------------------
+    lexical: dict[str, float] = {}
+    dense: dict[str, float] = {}
+    pool_size = max(seed_cfg.pool, k)
+    want_lexical = q.mode in ("ripple", "bm25", "hybrid", "ppr") and q.terms
+    want_dense = q.mode in ("ripple", "flat", "hybrid", "ppr") and q.vector is not None
+    if want_lexical:
+        n_docs, avg_len, df = yield Call("lexical_stats", (q.user_id, q.terms))
+        usable = [t for t in dict.fromkeys(q.terms) if 0 < df.get(t, 0) <= max(1, seed_cfg.max_df_ratio * n_docs)]
+        if usable:
+            rows = yield Call("postings", (q.user_id, usable))
+            lexical = bm25(q.terms, rows, n_docs=n_docs, avg_len=avg_len, df=df, k1=seed_cfg.bm25_k1, b=seed_cfg.bm25_b)
+    if want_dense:
+        dense = dict((yield Call("nearest_memories", (q.user_id, q.vector, pool_size), {"statuses": statuses})))
+    timer.lap("seed.first_stage", len(lexical) + len(dense), lexical=len(lexical), dense=len(dense))
+
+    if q.mode == "flat":
+        cands = [Candidate(i, score=s, seed=s, dense=s) for i, s in sorted(dense.items(), key=lambda kv: -kv[1])]
+        return (yield from _finish(q, cands[: max(k, 1)], config, timer, statuses, spread_used=False))
+    if q.mode == "bm25":
+        ranked = top(lexical, pool_size)
+        cands = [Candidate(i, score=lexical[i], seed=lexical[i], lexical=lexical[i]) for i in ranked]
+        return (yield from _finish(q, cands, config, timer, statuses, spread_used=False))
+    if q.mode == "hybrid":
+        fused = rrf([top(dense, pool_size), top(lexical, pool_size)], k=60)
+        cands = [
+            Candidate(i, score=fused[i], seed=fused[i], lexical=lexical.get(i, 0.0), dense=dense.get(i, 0.0))
+            for i in top(fused, pool_size)
+        ]
+        return (yield from _finish(q, cands, config, timer, statuses, spread_used=False))
+
+    fl = seed_cfg.first_stage_lexical
+    first = weighted_sum([(fl, top(lexical, pool_size) and {i: lexical[i] for i in top(lexical, pool_size)}), (1 - fl, dense)])
+    pool = top(first, pool_size)
+    late: dict[str, float] = {}
+    if seed_cfg.late > 0 and q.tokens is not None and pool:
+        import numpy as np
+
+        from ripple.embedding import unpack_tokens
+
+        blobs = yield Call("token_vectors", (pool,))
+        docs = {i: unpack_tokens(b, q.token_dim) for i, b in blobs.items()}
+        late = maxsim(np.asarray(q.tokens, dtype=np.float32), docs)
+    pool_lex = {i: lexical[i] for i in pool if i in lexical}
+    pool_dense = {i: dense[i] for i in pool if i in dense}
+    seed_scores = weighted_sum(
+        [(seed_cfg.lexical, pool_lex), (seed_cfg.dense, pool_dense), (seed_cfg.late, late)]
+    ) or {i: first.get(i, 0.0) for i in pool}
+    for i in pool:
+        seed_scores.setdefault(i, 0.0)
+    cands_by_id: dict[str, Candidate] = {
+        i: Candidate(i, seed=s, lexical=lexical.get(i, 0.0), dense=dense.get(i, 0.0), late=late.get(i, 0.0))
+        for i, s in seed_scores.items()
+    }
+    timer.lap("seed.late_interaction", len(late), pool=len(pool))
+
+    # ---- stage 2: spread -------------------------------------------------------
+    top_seed = max(seed_scores.values(), default=0.0) or 1.0
+    norm_seed = {i: s / top_seed for i, s in seed_scores.items()}
+    ranked_seeds = top(norm_seed, len(norm_seed))
+    session_act: dict[str, float] = {}
+    entity_act: dict[str, float] = {}
+    parents: dict[str, Edge] = {}
+    entity_names: dict[str, str] = {}
+    spread_used = spread_cfg.method != SpreadMethod.NONE and q.mode in ("ripple", "ppr")
+    if spread_used and (q.mode == "ppr" or spread_cfg.method == SpreadMethod.PPR):
+        entity_act, parents = yield from _ppr_channel(q, spread_cfg, norm_seed, ranked_seeds)
+        spread_used = True
+    elif spread_used:
+        # session channel: neighbouring turns over NEXT edges, strongest path wins
+        sources = {i: norm_seed[i] for i in ranked_seeds[: spread_cfg.session_sources]}
+        if sources and spread_cfg.session_weights and spread_cfg.session_lambda > 0:
+            res_session = yield from _drive_spread(
+                q.user_id, (EDGE_NEXT,), sources,
+                max_hops=len(spread_cfg.session_weights), decay=list(spread_cfg.session_weights),
+                damping=0.0, threshold=spread_cfg.threshold, frontier_cap=spread_cfg.frontier_cap,
+                aggregate="max", max_degree=None, labels=(),
+            )
+            session_act = res_session.activation
+            parents.update(res_session.parent)
+        timer.lap("spread.session", len(session_act))
+        # entity channel: memory -> entity -> memory, hub-damped
+        sources = {i: norm_seed[i] for i in ranked_seeds[: spread_cfg.entity_sources]}
+        if q.entity_keys and config.seed.query_entities > 0:
+            ents = yield Call("get_entities", (q.user_id, q.entity_keys))
+            for e in ents:
+                sources[e.id] = config.seed.query_entities
+                entity_names[e.id] = e.name
+        if sources and spread_cfg.hops > 0 and spread_cfg.entity_lambda > 0:
+            n_docs_total = len(norm_seed)
+            if want_lexical:
+                n_docs_total = max(n_docs_total, int(n_docs))  # type: ignore[possibly-undefined]
+            cap = spread_cfg.max_degree
+            ratio_cap = max(2, int(spread_cfg.max_degree_ratio * n_docs_total)) if n_docs_total else None
+            if ratio_cap is not None:
+                cap = min(cap, ratio_cap) if cap is not None else ratio_cap
+            types = (EDGE_MENTIONS, EDGE_RELATED) if spread_cfg.hops > 2 else (EDGE_MENTIONS,)
+            res_entity = yield from _drive_spread(
+                q.user_id, types, sources,
+                max_hops=spread_cfg.hops, decay=spread_cfg.hop_decay, damping=spread_cfg.hub_damping,
+                threshold=spread_cfg.threshold, frontier_cap=spread_cfg.frontier_cap,
+                aggregate="sum", max_degree=cap, labels=spread_cfg.entity_labels,
+            )
+            memory_act = {n: a for n, a in res_entity.activation.items() if n.startswith("m_")}
+            if not spread_cfg.into_seeds:
+                memory_act = {n: a for n, a in memory_act.items() if n not in cands_by_id}
+            peak = max(memory_act.values(), default=0.0)
+            entity_act = {n: a / peak for n, a in memory_act.items()} if peak > 0 else {}
+            for n, e in res_entity.parent.items():
+                parents.setdefault(n, e)
+        timer.lap("spread.entity", len(entity_act))
+
+    # ---- stage 3: merge -------------------------------------------------------
+    for n in set(session_act) | set(entity_act):
+        c = cands_by_id.get(n)
+        if c is None:
+            c = cands_by_id[n] = Candidate(n)
+        act = spread_cfg.session_lambda * session_act.get(n, 0.0) + spread_cfg.entity_lambda * entity_act.get(n, 0.0)
+        if q.mode == "ppr":
+            act = entity_act.get(n, 0.0)
+        c.activation = act
+        if c.seed == 0.0:
+            c.via = "session" if session_act.get(n, 0.0) * spread_cfg.session_lambda >= entity_act.get(n, 0.0) * spread_cfg.entity_lambda else "entity"
+    for c in cands_by_id.values():
+        c.score = (c.seed / top_seed) + c.activation
+    ordered = sorted(cands_by_id.values(), key=lambda c: (-c.score, c.id))
+    keep = ordered[: max(config.rerank.top_n, k) * 2 if config.rerank.method != RerankMethod.NONE else max(k * 4, 50)]
+    for c in keep:
+        if c.seed == 0.0:
+            c.path = _path_to(c.id, parents, set(seed_scores))
+    timer.lap("merge", len(cands_by_id))
+    return (yield from _finish(q, keep, config, timer, statuses, spread_used=spread_used, entity_names=entity_names))
+
+
+def _drive_spread(
+    user_id: str,
+    types: tuple[str, ...],
+    seeds: dict[str, float],
+    *,
+    max_degree: int | None,
+    labels: tuple[str, ...] | None = None,
+    **options: Any,
+) -> Generator[Call, Any, SpreadResult]:
+    """Drive :func:`spread_flow` with one batched ``expand`` call per hop."""
+    flow = spread_flow(seeds, **options)
+    try:
+        frontier = next(flow)
+        while True:
+            rows: list[Neighbor] = yield Call("expand", (user_id, frontier, types), {"max_degree": max_degree})
+            frontier = flow.send(_edges(_keep_labels(rows, labels)))
+    except StopIteration as stop:
+        result: SpreadResult = stop.value
+        return result
+
+
+def _keep_labels(rows: list[Neighbor], labels: tuple[str, ...] | None) -> list[Neighbor]:
+    """Drop steps into entities whose label does not carry activation (DATE by default)."""
+    if labels is None:
+        return [r for r in rows if r.label != "DATE"]
+    allowed = set(labels)
+    return [r for r in rows if not r.label or r.label in allowed]
+
+
+def _ppr_channel(
+    q: QueryInput, cfg: Any, norm_seed: dict[str, float], ranked: list[str]
+) -> Generator[Call, Any, tuple[dict[str, float], dict[str, Edge]]]:
+    """Personalised PageRank (HippoRAG-style) over the seeds' 2-hop neighbourhood, with networkx."""
+    import networkx as nx
+
+    sources = {i: norm_seed[i] for i in ranked[: cfg.entity_sources]}
+    graph = nx.Graph()
+    frontier = list(sources)
+    seen = set(frontier)
+    for _ in range(2):
+        rows: list[Neighbor] = yield Call("expand", (q.user_id, frontier, (EDGE_MENTIONS, EDGE_NEXT)), {"max_degree": None})
+        nxt = []
+        for r in rows:
+            graph.add_edge(r.source, r.target, weight=r.weight)
+            if r.target not in seen:
+                seen.add(r.target)
+                nxt.append(r.target)
+        frontier = nxt[: cfg.frontier_cap * 4]
+        if not frontier:
+            break
+    if graph.number_of_nodes() == 0:
+        return {}, {}
+    pers = {n: sources.get(n, 0.0) for n in graph.nodes}
+    if sum(pers.values()) <= 0:
+        return {}, {}
+    pr = nx.pagerank(graph, alpha=cfg.ppr_alpha, personalization=pers, weight="weight", max_iter=200, tol=1e-8)
+    mem = {n: s for n, s in pr.items() if n.startswith("m_")}
+    return minmax(mem), {}
+
+
+def _path_to(node: str, parents: dict[str, Edge], seeds: set[str]) -> list[Edge]:
+    path: list[Edge] = []
+    seen = {node}
+    while node in parents and node not in seeds:
+        e = parents[node]
+        path.append(e)
+        node = e.source
+        if node in seen:
+            break
+        seen.add(node)
+    path.reverse()
+    return path
+
+
+def _finish(
+    q: QueryInput,
+    cands: list[Candidate],
+    config: RecallConfig,
+    timer: _Timer,
+    statuses: tuple[str, ...],
+    *,
+    spread_used: bool,
+    entity_names: dict[str, str] | None = None,
+) -> Generator[Call, Any, PlanResult]:
+    """Merge with time/importance/status on the records, rerank, trim to k."""
+    merge_cfg, rr = config.merge, config.rerank
+    ids = [c.id for c in cands]
+    records = {r.id: r for r in (yield Call("get_memories", (ids,)))} if ids else {}
+    cands = [c for c in cands if c.id in records and records[c.id].status in statuses]
+    time_w = merge_cfg.time_weight
+    if q.mode == "ripple" and merge_cfg.recency_cue_weight > time_w and has_recency_cue(q.text):
+        time_w = merge_cfg.recency_cue_weight
+    if q.mode == "ripple":
+        for c in cands:
+            rec = records[c.id]
+            c.importance = rec.importance
+            c.recency = recency_factor((q.now - rec.at) / 86400.0, merge_cfg.half_life_days)
+            c.score = c.score * (1.0 - time_w + time_w * c.recency) + merge_cfg.importance_weight * (rec.importance - 0.5)
+        cands.sort(key=lambda c: (-c.score, c.id))
+    timer.lap("merge.records", len(cands), time_weight=time_w)
+    if q.mode == "ripple" and rr.method == RerankMethod.MAXSIM and q.tokens is not None:
+        import numpy as np
+
+        from ripple.embedding import unpack_tokens
+
+        head = cands[: rr.top_n]
+        blobs = yield Call("token_vectors", ([c.id for c in head],))
+        scores = minmax(maxsim(np.asarray(q.tokens), {i: unpack_tokens(b, q.token_dim) for i, b in blobs.items()}))
+        base = minmax({c.id: c.score for c in head})
+        for c in head:
+            c.rerank = scores.get(c.id, 0.0)
+            c.score = (1 - rr.weight) * base.get(c.id, 0.0) + rr.weight * c.rerank
+        head.sort(key=lambda c: (-c.score, c.id))
+        cands = head + cands[rr.top_n :]
+        timer.lap("rerank.maxsim", len(head))
+    elif q.mode == "ripple" and rr.method == RerankMethod.CROSS_ENCODER:
+        head = cands[: rr.top_n]
+        pairs = [(q.text, records[c.id].text) for c in head]
+        raw: list[float] = yield Call("cross_encode", (rr.model, pairs), local=True)
+        scores = minmax({c.id: float(s) for c, s in zip(head, raw)})
+        base = minmax({c.id: c.score for c in head})
+        for c in head:
+            c.rerank = scores.get(c.id, 0.0)
+            c.score = (1 - rr.weight) * base.get(c.id, 0.0) + rr.weight * c.rerank
+        head.sort(key=lambda c: (-c.score, c.id))
+        cands = head + cands[rr.top_n :]
+        timer.lap("rerank.cross_encoder", len(head))
+    hits = cands[: q.k]
+    names = dict(entity_names or {})
+    need = sorted({e.source for c in hits for e in c.path if e.source.startswith("e_")}
+                  | {e.target for c in hits for e in c.path if e.target.startswith("e_")})
+    if need:
+        rows = yield Call("entity_names", (need,))
+        names.update(rows)
+    for c in hits:
+        if not math.isfinite(c.score):
+            c.score = 0.0
+    timer.lap("trim", len(hits))
+    return PlanResult(hits, records, names, timer.stages)

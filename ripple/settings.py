@@ -1,0 +1,37 @@
+"""Settings from arguments, environment (``RIPPLE_*``) and defaults, in that order.
+
+Built once by the caller or the CLI and passed in; no module reads the
+environment at import time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["RippleSettings"]
+
+
+class RippleSettings(BaseSettings):
+    """Where ripple stores memories and which models it uses.
+
+    ``RIPPLE_HOME`` (default ``~/.ripple``) is the embedded store's folder;
+    ``RIPPLE_STORE`` overrides it with any store URI (a folder, ``sqlite://...``,
+    ``bolt://host:7687`` or ``neo4j://host:7687`` for a cluster).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="RIPPLE_", env_nested_delimiter="__", extra="ignore")
+
+    home: Path = Field(default=Path("~/.ripple"), description="folder of the embedded store")
+    store: str | None = Field(default=None, description="store URI; overrides home")
+    embedder: str = Field(default="all-MiniLM-L6-v2", description="packaged name, local path or hub name")
+    device: str = "cpu"
+    neo4j_user: str = "neo4j"
+    neo4j_password: str | None = None
+    neo4j_database: str | None = None
+
+    def store_uri(self) -> str:
+        """The URI of the store these settings name."""
+        return self.store if self.store else str(self.home.expanduser())
