@@ -1,0 +1,35 @@
+"""``python -m benchmarks {run,report}``: argparse dispatch; a command's module loads only when used."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command -> (module, one-line summary); each module has register(parser) and run(args, argv)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("benchmarks.run", "index datasets with methods and store raw per-query results as JSONL"),
+    "report": ("benchmarks.report", "compute metrics from stored results; write summary.md/json and plots"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description="ripple benchmark harness")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_module, summary) in COMMANDS.items():
+        sub.add_parser(name, help=summary, description=summary, add_help=False)
+    # parse the command name first, then let only that command's module define its flags
+    if not argv or argv[0] not in COMMANDS:
+        parser.parse_args(argv)  # prints help or an error
+        parser.print_help()
+        return 2
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    cmd_parser = argparse.ArgumentParser(prog=f"python -m benchmarks {argv[0]}", description=COMMANDS[argv[0]][1])
+    module.register(cmd_parser)
+    args = cmd_parser.parse_args(argv[1:])
+    return int(module.run(args, argv) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

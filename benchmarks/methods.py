@@ -1,0 +1,322 @@
+"""Systems under test, each behind ``index(dataset)`` and ``recall(query, k)``.
+
+A method is anything that satisfies :class:`Method`.  Optional extras that the
+runner reads when present (all outside the timed region):
+
+* ``config() -> dict``: parameters to record in the result header;
+* ``store_bytes() -> int | None``: size of the method's store on disk;
+* ``indexed_count() -> int``: how many documents were actually stored;
+* ``last_explain``: per-query diagnostics of the last ``recall`` (e.g. scores);
+* ``prepare()``: load models and caches before ``index`` is timed;
+* ``close()``: release resources.
+
+:data:`METHODS` maps a method name used on the command line to a factory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
+
+from benchmarks.datasets import Dataset, Query, iter_doc_chunks
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["Method", "BM25Method", "RippleMethod", "METHODS", "make_method"]
+
+
+@runtime_checkable
+class Method(Protocol):
+    """A retrieval system under test."""
+
+    name: str
+
+    def index(self, dataset: Dataset) -> None:
+        """Store every document of ``dataset``."""
+        ...
+
+    def recall(self, query: Query, k: int) -> list[str]:
+        """Up to ``k`` document ids of ``query.user_id``, best first."""
+        ...
+
+
+# --------------------------------------------------------------------------- BM25
+
+
+class _UserIndex:
+    """One user's BM25 index: document ids, vocabulary and the bm25s retriever."""
+
+    __slots__ = ("doc_ids", "token_ids", "vocab", "retriever")
+
+    def __init__(self) -> None:
+        self.doc_ids: list[str] = []
+        self.token_ids: list[list[int]] = []
+        self.vocab: dict[str, int] = {}
+        self.retriever: Any = None
+
+
+class BM25Method:
+    """Plain BM25 over each user's documents (bm25s, Lucene variant).
+
+    Tokens come from ripple's own CJK-aware :func:`extractors.text.lexical_tokens`
+    (stop words dropped, light English stemming, jieba for Chinese), so the
+    baseline and ripple's lexical seed see the same terms.  Each user gets a
+    separate index: a query is answered from its user's documents only, and
+    IDF statistics are per user.  Documents that share no term with the query
+    are not returned (the list can be shorter than ``k``); ties are broken by
+    insertion order.
+    """
+
+    def __init__(
+        self, *, k1: float = 1.5, b: float = 0.75, variant: str = "lucene", stem: bool = True, name: str = "bm25"
+    ) -> None:
+        self.name = name
+        self.stem = stem
+        self.k1 = k1
+        self.b = b
+        self.variant = variant
+        self._users: dict[str, _UserIndex] = {}
+        self.last_explain: dict[str, Any] | None = None
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "method": "bm25",
+            "library": "bm25s",
+            "k1": self.k1,
+            "b": self.b,
+            "variant": self.variant,
+            "tokenizer": "extractors.text.lexical_tokens",
+            "stem": self.stem,
+            "scope": "per-user index",
+        }
+
+    def prepare(self) -> None:
+        """Import bm25s and load jieba's dictionary before indexing is timed."""
+        import bm25s  # noqa: F401
+
+        from extractors.text import lexical_tokens
+
+        lexical_tokens("warm up 北京大学")
+
+    def index(self, dataset: Dataset) -> None:
+        import bm25s
+
+        from extractors.text import lexical_tokens
+
+        users: dict[str, _UserIndex] = {}
+        for chunk in iter_doc_chunks(dataset.docs):
+            for doc in chunk:
+                ui = users.get(doc.user_id)
+                if ui is None:
+                    ui = users[doc.user_id] = _UserIndex()
+                vocab = ui.vocab
+                # setdefault returns the stored int, so equal tokens share one int object
+                ui.token_ids.append([vocab.setdefault(t, len(vocab)) for t in lexical_tokens(doc.text, stem=self.stem)])
+                ui.doc_ids.append(doc.id)
+        for ui in users.values():
+            ret = bm25s.BM25(k1=self.k1, b=self.b, method=self.variant)
+            ret.index((ui.token_ids, ui.vocab), show_progress=False)
+            ui.retriever = ret
+            ui.token_ids = []  # the retriever keeps its own sparse matrix
+        self._users = users
+
+    def indexed_count(self) -> int:
+        return sum(len(u.doc_ids) for u in self._users.values())
+
+    def recall(self, query: Query, k: int) -> list[str]:
+        import numpy as np
+
+        from extractors.text import lexical_tokens
+
+        ui = self._users.get(query.user_id)
+        self.last_explain = None
+        if ui is None or k <= 0:
+            return []
+        ret = ui.retriever
+        ids = [ret.vocab_dict[t] for t in lexical_tokens(query.text, stem=self.stem) if t in ret.vocab_dict]
+        if not ids:
+            return []
+        scores: np.ndarray = ret.get_scores_from_ids(ids)
+        top = _top_k(scores, k)
+        self.last_explain = {"scores": [round(float(scores[i]), 4) for i in top]}
+        return [ui.doc_ids[i] for i in top]
+
+
+def _top_k(scores: "np.ndarray", k: int) -> list[int]:
+    """Indices of the ``k`` best positive scores, best first, ties by index."""
+    import numpy as np
+
+    pos = np.flatnonzero(scores > 0)
+    if pos.size > k:
+        # argpartition finds a candidate set; widen it to every index tied with the k-th score
+        kth = np.partition(scores[pos], pos.size - k)[pos.size - k]
+        pos = pos[scores[pos] >= kth]
+    order = np.lexsort((pos, -scores[pos]))
+    return pos[order][:k].tolist()
+
+
+# --------------------------------------------------------------------------- ripple
+
+
+class RippleMethod:
+    """ripple's own recall through its public API (``ripple.Memory``).
+
+    ``mode`` is passed to ``Memory.recall`` ("ripple", "flat", "bm25",
+    "hybrid", "ppr").  ``config_overrides`` is a nested dict merged onto the
+    default ``ripple.RecallConfig`` (e.g. ``{"spread": {"hops": 1}}``).  The
+    store lives in a temporary folder removed by :meth:`close`.  Recalls do not
+    ``touch`` memories, so queries cannot influence each other.  Turns that
+    ripple judges contentless are not stored; they simply cannot be recalled.
+    Everything that touches the ripple API is in this class, so it is the one
+    place to adapt when the API moves.
+    """
+
+    def __init__(
+        self,
+        mode: str = "ripple",
+        config_overrides: dict[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        chunk_size: int = 2_048,
+        progress: bool = True,
+    ) -> None:
+        self.mode = mode
+        self.overrides = dict(config_overrides or {})
+        self.name = name or mode
+        self.chunk_size = chunk_size
+        self.progress = progress
+        self._mem: Any = None
+        self._dir: str | None = None
+        self._stored = 0
+        self._recall_config: Any = None
+        self.last_explain: dict[str, Any] | None = None
+
+    def config(self) -> dict[str, Any]:
+        cfg: dict[str, Any] = {"method": "ripple", "mode": self.mode, "overrides": self.overrides}
+        if self._recall_config is not None:
+            cfg["recall_config"] = self._recall_config.model_dump(mode="json")
+        return cfg
+
+    def prepare(self) -> None:
+        """Load the embedder and extractor (cached per process) on a scratch store, untimed."""
+        from ripple import Memory
+
+        scratch = tempfile.mkdtemp(prefix="ripple-bench-warmup-")
+        try:
+            mem = Memory(path=scratch, config=self._build_config())
+            try:
+                mem.add("Dana runs procurement at Northwind in Berlin.", user_id="warmup", session_id="s")
+                mem.recall("Who runs procurement?", user_id="warmup", k=1, mode=self.mode, touch=False)
+            finally:
+                mem.close()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _build_config(self) -> Any:
+        from ripple import RecallConfig
+
+        base = RecallConfig()
+        if not self.overrides:
+            return base
+        return RecallConfig.model_validate(_deep_merge(base.model_dump(), self.overrides))
+
+    def index(self, dataset: Dataset) -> None:
+        from tqdm import tqdm
+
+        from ripple import Memory
+
+        self.close()
+        self._recall_config = self._build_config()
+        self._dir = tempfile.mkdtemp(prefix=f"ripple-bench-{dataset.name}-")
+        self._mem = Memory(path=self._dir, config=self._recall_config)
+        stored = 0
+        with tqdm(total=dataset.n_docs, unit="doc", desc=f"ingest {dataset.name}/{self.name}",
+                  disable=not self.progress, file=sys.stderr) as bar:
+            for chunk in iter_doc_chunks(dataset.docs, self.chunk_size):
+                out = self._mem.add_many(
+                    [
+                        {
+                            "text": d.text,
+                            "user_id": d.user_id,
+                            "session_id": d.session_id,
+                            "at": d.at,
+                            "metadata": {"doc_id": d.id},
+                        }
+                        for d in chunk
+                    ]
+                )
+                stored += len(out)
+                bar.update(len(chunk))
+        self._stored = stored
+
+    def indexed_count(self) -> int:
+        return self._stored
+
+    def recall(self, query: Query, k: int) -> list[str]:
+        from ripple import UnknownUser
+
+        try:
+            res = self._mem.recall(query.text, user_id=query.user_id, k=k, mode=self.mode, touch=False)
+        except UnknownUser:  # every turn of this user was contentless
+            self.last_explain = None
+            return []
+        self.last_explain = {"scores": [round(h.score, 5) for h in res.hits], "via": [h.via for h in res.hits]}
+        return [h.memory.metadata["doc_id"] for h in res.hits]
+
+    def store_bytes(self) -> int | None:
+        if not self._dir:
+            return None
+        total = 0
+        for root, _dirs, files in os.walk(self._dir):
+            for f in files:
+                try:
+                    total += os.path.getsize(os.path.join(root, f))
+                except OSError:
+                    pass
+        return total
+
+    def close(self) -> None:
+        if self._mem is not None:
+            self._mem.close()
+            self._mem = None
+        if self._dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+
+def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``update`` merged in, recursing into nested dicts."""
+    out = dict(base)
+    for key, val in update.items():
+        if isinstance(val, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], val)
+        else:
+            out[key] = val
+    return out
+
+
+# --------------------------------------------------------------------------- registry
+
+METHODS: dict[str, Callable[[], Method]] = {
+    "bm25": BM25Method,
+    # the same without the light English stemmer (closer to a textbook BM25 baseline)
+    "bm25-nostem": lambda: BM25Method(stem=False, name="bm25-nostem"),
+    "ripple": lambda: RippleMethod("ripple"),
+    "flat": lambda: RippleMethod("flat"),
+    "ripple-bm25": lambda: RippleMethod("bm25", name="ripple-bm25"),
+    "hybrid": lambda: RippleMethod("hybrid"),
+    "ppr": lambda: RippleMethod("ppr"),
+}
+
+
+def make_method(name: str) -> Method:
+    """A fresh method instance from :data:`METHODS`."""
+    try:
+        factory = METHODS[name]
+    except KeyError:
+        raise ValueError(f"unknown method {name!r}; known: {', '.join(METHODS)}") from None
+    return factory()

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite: install, start a real Neo4j, run pytest, stop Neo4j.
+# Neo4j and the models are required: nothing is skipped when they are missing.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+VENV="$(scripts/env.sh)"
+export PATH="$VENV/bin:$PATH"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+started=0
+if [ "${RIPPLE_TEST_NEO4J:-1}" = "1" ]; then
+    if ! scripts/neo4j.sh status >/dev/null 2>&1; then
+        scripts/neo4j.sh start
+        started=1
+    fi
+    export RIPPLE_TEST_NEO4J_URI="${RIPPLE_TEST_NEO4J_URI:-bolt://127.0.0.1:${RIPPLE_NEO4J_PORT:-7687}}"
+    export RIPPLE_TEST_NEO4J_PASSWORD="${RIPPLE_NEO4J_PASSWORD:-ripple-dev-password}"
+fi
+cleanup() { if [ "$started" = "1" ]; then scripts/neo4j.sh stop || true; fi; }
+trap cleanup EXIT
+set +e
+python -m pytest "$@"
+rc=$?
+set -e
+exit $rc

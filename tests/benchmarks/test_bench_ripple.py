@@ -1,0 +1,64 @@
+"""RippleMethod against the real ripple API (real models: marked slow)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.datasets import synthetic
+from benchmarks.methods import RippleMethod, _deep_merge
+
+
+def test_deep_merge() -> None:
+    base = {"seed": {"pool": 200, "late": 0.9}, "spread": {"hops": 2}, "limit": 10}
+    out = _deep_merge(base, {"spread": {"hops": 1}, "limit": 5})
+    assert out == {"seed": {"pool": 200, "late": 0.9}, "spread": {"hops": 1}, "limit": 5}
+    assert base["spread"]["hops"] == 2  # input untouched
+
+
+@pytest.mark.slow
+def test_ripple_method_end_to_end(tmp_path: Path) -> None:
+    from ripple import ModelNotInstalled
+
+    from benchmarks.run import run_one
+    from tests.conftest import need
+
+    ds = synthetic(80, n_users=2, seed=5, n_queries=4)  # one chain per 40-turn user
+    try:
+        RippleMethod("flat").prepare()
+    except ModelNotInstalled as exc:
+        need(str(exc))
+    for name in ("ripple",):  # ingest runs at ~15 docs/s on CPU: one mode keeps this test short
+        path = run_one(ds, name, k=10, out_dir=tmp_path, progress=False)
+        lines = [json.loads(x) for x in path.read_text().splitlines()]
+        header, rows = lines[0], lines[1:]
+        assert header["method"] == name and header["config"]["mode"] == name
+        assert 70 <= header["n_indexed"] <= 80  # a few contentless turns ("ok") may be skipped
+        assert header["store_bytes"] and header["store_bytes"] > 0
+        assert header["ripple_version"]
+        assert len(rows) == 2
+        for r in rows:
+            assert 0 < len(r["ranked"]) <= 10
+            assert all(x.startswith(r["user_id"] + ":") for x in r["ranked"])
+
+
+@pytest.mark.slow
+def test_ripple_method_overrides_reach_the_config() -> None:
+    from ripple import ModelNotInstalled
+
+    from tests.conftest import need
+
+    m = RippleMethod("ripple", {"spread": {"hops": 1}})
+    try:
+        m.index(synthetic(20, n_users=1, seed=0, n_queries=1))
+    except ModelNotInstalled as exc:
+        need(str(exc))
+    try:
+        assert m.config()["recall_config"]["spread"]["hops"] == 1
+        assert m._dir and Path(m._dir).is_dir()
+        d = m._dir
+    finally:
+        m.close()
+    assert not Path(d).exists()

@@ -1,0 +1,51 @@
+"""Scoring functions against hand computations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ripple.recall.scoring import bm25, maxsim, minmax, recency_factor, rrf, top, weighted_sum
+
+
+def test_bm25_matches_hand_computation() -> None:
+    rows = [("tea", "d1", 2, 4), ("tea", "d2", 1, 8), ("rotterdam", "d2", 1, 8)]
+    df = {"tea": 2, "rotterdam": 1}
+    got = bm25(["tea", "rotterdam"], rows, n_docs=3, avg_len=6.0, df=df, k1=1.2, b=0.75)
+    idf_tea = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    idf_rot = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
+    d1 = idf_tea * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 4 / 6))
+    d2 = idf_tea * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 8 / 6)) + idf_rot * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 8 / 6))
+    assert got == pytest.approx({"d1": d1, "d2": d2})
+    assert bm25(["tea"], rows, n_docs=0, avg_len=0, df=df) == {}
+
+
+def test_maxsim_is_mean_of_best_matches() -> None:
+    q = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    docs = {"a": np.array([[1.0, 0.0]], dtype=np.float32), "b": np.array([[0.6, 0.8], [0.0, 1.0]], dtype=np.float32)}
+    got = maxsim(q, docs)
+    assert got["a"] == pytest.approx(0.5)
+    assert got["b"] == pytest.approx((0.6 + 1.0) / 2)
+    assert maxsim(q, {}) == {}
+
+
+def test_minmax_and_weighted_sum() -> None:
+    assert minmax({"a": 2.0, "b": 4.0, "c": 3.0}) == {"a": 0.0, "b": 1.0, "c": 0.5}
+    assert minmax({"a": 5.0}) == {"a": 1.0}
+    fused = weighted_sum([(0.4, {"a": 1.0, "b": 3.0}), (0.6, {"b": 0.2, "c": 0.9})])
+    assert fused == pytest.approx({"a": 0.0, "b": 0.4, "c": 0.6})
+
+
+def test_rrf_and_top() -> None:
+    fused = rrf([["a", "b"], ["b", "c"]], k=10)
+    assert fused["b"] == pytest.approx(1 / 12 + 1 / 11)
+    assert top(fused, 2) == ["b", "a"]
+    assert top({"x": 1.0, "a": 1.0}, 2) == ["a", "x"]  # ties by id
+
+
+def test_recency_halves_per_half_life() -> None:
+    assert recency_factor(30, 30) == pytest.approx(0.5)
+    assert recency_factor(-5, 30) == 1.0
+    assert recency_factor(0, 30) == 1.0
