@@ -227,6 +227,9 @@ def run_one(
     t0 = time.perf_counter()
     method.index(dataset)
     index_s = time.perf_counter() - t0
+    reused = getattr(method, "ingest_seconds", None)
+    if callable(reused) and reused() is not None:  # the store was ingested once for several methods
+        index_s = float(reused())
     rss_index = _rss_bytes()
 
     for q in queries[:warmup]:  # lazy imports and caches, not timed

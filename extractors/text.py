@@ -109,9 +109,16 @@ def _jieba():  # type: ignore[no-untyped-def]
 
 
 def _han_tokens(run: str) -> list[str]:
-    """Words of a Han run in jieba search mode (long compounds also yield their parts)."""
+    """Words of a Han run in jieba search mode, plus the characters of multi-character words.
+
+    Search mode already splits long compounds ("北京大学" -> "北京", "大学", ...);
+    the single characters are the usual unigram back-off of Chinese retrieval:
+    "展会" and "设计展" share no word but share "展", and BM25's IDF keeps such
+    matches weak unless the character is rare.
+    """
     words = [w for w in _jieba().cut_for_search(run) if w.strip()]
-    return words
+    chars = [ch for w in words if len(w) > 1 for ch in w if ch not in STOPWORDS_ZH]
+    return words + chars
 
 
 _LIGHT_SUFFIXES = ("'s", "’s")

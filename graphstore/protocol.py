@@ -22,7 +22,15 @@ from .records import EdgeRecord, EntityRecord, MemoryRecord, Neighbor, WriteBatc
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["GraphStore", "AsyncGraphStore", "ACTIVE", "SUPERSEDED", "INVALIDATED", "STATUSES"]
+__all__ = [
+    "GraphStore",
+    "AsyncGraphStore",
+    "SupportsBatchEntitySearch",
+    "ACTIVE",
+    "SUPERSEDED",
+    "INVALIDATED",
+    "STATUSES",
+]
 
 ACTIVE = "active"
 SUPERSEDED = "superseded"
@@ -201,3 +209,15 @@ class AsyncGraphStore(Protocol):
     ) -> list[Neighbor]: ...
     async def stats(self, user_id: str | None = None) -> dict[str, int]: ...
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class SupportsBatchEntitySearch(Protocol):
+    """Optional: nearest entities for many vectors in one call (entity resolution on ingest).
+
+    Without it the engine calls :meth:`GraphStore.nearest_entities` once per vector.
+    """
+
+    def nearest_entities_batch(
+        self, user_id: str, vectors: "np.ndarray", k: int
+    ) -> list[list[tuple[str, float]]]: ...

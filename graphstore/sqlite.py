@@ -599,8 +599,22 @@ class SQLiteStore:
                         new_rows.append(vec)
                 if new_rows:
                     cache.matrix = np.vstack([cache.matrix, *new_rows])
-            if any(e.user_id == user for e in batch.entities):
-                self._entity_vectors.pop(user, None)
+            ecache = self._entity_vectors.get(user)
+            if ecache is not None:
+                new_rows = []
+                for e in batch.entities:
+                    if e.user_id != user or e.embedding is None:
+                        continue
+                    vec = np.frombuffer(e.embedding, dtype=np.float32)
+                    if e.id in ecache.index:
+                        ecache.matrix[ecache.index[e.id]] = vec
+                    else:
+                        ecache.index[e.id] = len(ecache.ids)
+                        ecache.ids.append(e.id)
+                        ecache.status.append(ACTIVE)
+                        new_rows.append(vec)
+                if new_rows:
+                    ecache.matrix = np.vstack([ecache.matrix, *new_rows])
 
     def nearest_memories(
         self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
@@ -621,29 +635,43 @@ class SQLiteStore:
             top = top[np.argsort(-scores[top], kind="stable")]
             return [(cache.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
 
+    def _entity_cache(self, db: sqlite3.Connection, user_id: str) -> _VectorCache | None:
+        import numpy as np
+
+        cache = self._entity_vectors.get(user_id)
+        if cache is None:
+            rows = db.execute(
+                "SELECT id, embedding FROM entities WHERE user_id=? AND embedding IS NOT NULL ORDER BY id",
+                (user_id,),
+            ).fetchall()
+            if not rows:
+                return None
+            ids = [r[0] for r in rows]
+            matrix = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+            cache = _VectorCache(ids, {i: n for n, i in enumerate(ids)}, matrix, [ACTIVE] * len(ids))
+            self._entity_vectors[user_id] = cache
+        return cache
+
     def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
         import numpy as np
 
+        return self.nearest_entities_batch(user_id, np.asarray(vector, dtype=np.float32)[None, :], k)[0]
+
+    def nearest_entities_batch(self, user_id: str, vectors: "np.ndarray", k: int) -> list[list[tuple[str, float]]]:
+        import numpy as np
+
         with self._read() as db:
-            cache = self._entity_vectors.get(user_id)
-            if cache is None:
-                rows = db.execute(
-                    "SELECT id, embedding FROM entities WHERE user_id=? AND embedding IS NOT NULL ORDER BY id",
-                    (user_id,),
-                ).fetchall()
-                if not rows:
-                    return []
-                ids = [r[0] for r in rows]
-                matrix = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
-                cache = _VectorCache(ids, {i: n for n, i in enumerate(ids)}, matrix, [ACTIVE] * len(ids))
-                self._entity_vectors[user_id] = cache
-            if k <= 0:
-                return []
-            scores = cache.matrix @ np.asarray(vector, dtype=np.float32)
+            cache = self._entity_cache(db, user_id)
+            if cache is None or k <= 0:
+                return [[] for _ in range(len(vectors))]
+            scores = np.asarray(vectors, dtype=np.float32) @ cache.matrix.T
             k = min(k, len(cache.ids))
-            top = np.argpartition(-scores, k - 1)[:k]
-            top = top[np.argsort(-scores[top], kind="stable")]
-            return [(cache.ids[i], float(scores[i])) for i in top]
+            out = []
+            for row in scores:
+                top = np.argpartition(-row, k - 1)[:k]
+                top = top[np.argsort(-row[top], kind="stable")]
+                out.append([(cache.ids[i], float(row[i])) for i in top])
+            return out
 
     def lexical_stats(self, user_id: str, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]:
         with self._read() as db:

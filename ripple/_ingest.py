@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generator, Sequence
 
 from extractors.base import Extraction
 from extractors.normalize import entity_key
-from extractors.text import lexical_tokens
+from extractors.text import STOPWORDS_EN, lexical_tokens
 from graphstore.records import (
     EDGE_MENTIONS,
     EDGE_NEXT,
@@ -51,6 +51,25 @@ ENTITY_MATCH_THRESHOLD = 0.92
 def entity_id(user_id: str, key: str) -> str:
     """Deterministic id of a user's entity: concurrent writers converge on one node."""
     return "e_" + hashlib.sha1(f"{user_id}\x1f{key}".encode("utf-8")).hexdigest()[:20]
+
+
+_GENERIC_NAME_WORDS = frozenset(
+    "project team company group inc ltd llc corp co club school university college hotel street road "
+    "city state park bank office the and of mr mrs ms dr".split()
+)
+
+
+def _name_tokens(key: str) -> tuple[str, ...]:
+    """Distinctive words of a multi-word name: the ones a shorter mention may use alone."""
+    if " " not in key:
+        return ()
+    return tuple(t for t in key.split() if len(t) >= 3 and t not in _GENERIC_NAME_WORDS and t not in STOPWORDS_EN)
+
+
+def _alias_update(user: str, eid: str, key: str, name_label: tuple[str, str]) -> EntityRecord:
+    """An upsert that only adds ``key`` as an alias of an existing entity."""
+    name, label = name_label
+    return EntityRecord(id=eid, user_id=user, name=name, key=key, label=label, aliases=(key,))
 
 
 def new_memory_id() -> str:
@@ -90,32 +109,64 @@ def ingest_plan(prepared: Sequence[Prepared], *, now: float) -> Generator[Call, 
             for fact in prepared[i].extraction.facts:
                 if entity_key(fact.value):
                     names.setdefault(entity_key(fact.value), (fact.value, "VALUE"))
-        existing = (yield Call("get_entities", (user, list(names)))) if names else []
+        named = {k for k, (_, label) in names.items() if label in NAMED_LABELS}
+        token_keys = {t for k in named for t in _name_tokens(k)}
+        lookup = list(names) + sorted({f"~{k}" for k in named if " " not in k} | token_keys - set(names))
+        existing = (yield Call("get_entities", (user, lookup))) if names else []
         resolved: dict[str, str] = {}  # key -> entity id
+        by_token: dict[str, set[str]] = defaultdict(set)  # "~tok" -> ids of multi-word names containing it
+        single: dict[str, str] = {}  # existing single-word named key -> id
         for e in existing:
             for alias in (e.key, *e.aliases):
-                resolved.setdefault(alias, e.id)
-        new_named = [k for k in names if k not in resolved and names[k][1] in NAMED_LABELS]
+                if alias.startswith("~"):
+                    by_token[alias].add(e.id)
+                else:
+                    resolved.setdefault(alias, e.id)
+            if e.label in NAMED_LABELS and " " not in e.key:
+                single[e.key] = e.id
+        # a one-word name ("Bluebird") resolves to the one multi-word name that contains it ("Project Bluebird")
+        for key in sorted(named):
+            if key not in resolved and " " not in key and len(by_token.get(f"~{key}", ())) == 1:
+                (resolved[key],) = by_token[f"~{key}"]
+                batch.entities.append(_alias_update(user, resolved[key], key, names[key]))
+        new_named = [k for k in names if k not in resolved and k in named]
         name_vectors: dict[str, bytes] = {}
         if new_named:
             vecs = yield Call("embed", ([names[k][0] for k in new_named],), local=True)
-            for key, vec in zip(new_named, vecs):
-                hits = yield Call("nearest_entities", (user, vec, 1))
+            matches = yield Call("nearest_entities_batch", (user, vecs, 1))
+            for key, vec, hits in zip(new_named, vecs, matches):
                 if hits and hits[0][1] >= ENTITY_MATCH_THRESHOLD:
                     resolved[key] = hits[0][0]
-                    batch.entities.append(
-                        EntityRecord(id=hits[0][0], user_id=user, name=names[key][0], key=key, label=names[key][1],
-                                     aliases=(key,))
-                    )
+                    batch.entities.append(_alias_update(user, hits[0][0], key, names[key]))
                 else:
                     name_vectors[key] = vec.astype("float32").tobytes()
+        # the same inside this batch: a one-word name next to the only multi-word name containing it
+        extra_aliases: dict[str, list[str]] = defaultdict(list)
+        for key in sorted(named):
+            if key in resolved or " " in key:
+                continue
+            holders = [m for m in named if " " in m and key in _name_tokens(m)]
+            if len(holders) == 1:
+                resolved[key] = resolved.get(holders[0], entity_id(user, holders[0]))
+                extra_aliases[holders[0]].append(key)
         for key, (name, label) in names.items():
             if key not in resolved:
                 eid = entity_id(user, key)
                 resolved[key] = eid
+                aliases = tuple(f"~{t}" for t in _name_tokens(key)) if key in named else ()
+                aliases += tuple(extra_aliases.get(key, ()))
                 batch.entities.append(
-                    EntityRecord(id=eid, user_id=user, name=name, key=key, label=label, embedding=name_vectors.get(key))
+                    EntityRecord(id=eid, user_id=user, name=name, key=key, label=label, aliases=aliases,
+                                 embedding=name_vectors.get(key))
                 )
+                if key in named and " " not in key:
+                    single.setdefault(key, eid)
+        # a multi-word name also mentions the one-word entity it contains ("Northwind Traders" -> "Northwind")
+        also: dict[str, list[str]] = {
+            key: [single[t] for t in _name_tokens(key) if t in single and single[t] != resolved[key]]
+            for key in named if " " in key
+        }
+
         self_id = entity_id(user, SELF_KEY)
         if any(prepared[i].extraction.facts for i in idxs):
             batch.entities.append(EntityRecord(id=self_id, user_id=user, name="(user)", key=SELF_KEY, label="SELF"))
@@ -150,7 +201,9 @@ def ingest_plan(prepared: Sequence[Prepared], *, now: float) -> Generator[Call, 
             )
             memories.append(rec)
             batch.memories.append(rec)
-            mentioned = list(dict.fromkeys(resolved[e.key] for e in ex.entities))
+            mentioned = list(dict.fromkeys(
+                eid for e in ex.entities for eid in (resolved[e.key], *also.get(e.key, ()))
+            ))
             for eid in mentioned:
                 batch.edges.append(EdgeRecord(mid, EDGE_MENTIONS, eid, user, 1.0, at=p.at))
             named = [resolved[e.key] for e in ex.entities if e.label in NAMED_LABELS]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, 
 from pydantic import ValidationError
 
 from graphstore import INVALIDATED, GraphStore, open_store
+from graphstore.protocol import SupportsBatchEntitySearch
 from graphstore.records import MemoryRecord
 
 from .errors import ConfigError, InvalidInput, MemoryNotFound, UnknownUser
@@ -175,7 +176,7 @@ class _BaseMemory:
         ]
 
     def _query_input(self, query: str, user_id: str, k: int, mode: str) -> QueryInput:
-        from extractors.text import lexical_tokens
+        from extractors.text import detect_language, lexical_tokens
 
         emb = self.embedder
         vector = tokens = None
@@ -187,7 +188,7 @@ class _BaseMemory:
             keys = [e.key for e in self.extractor.extract_many([query])[0].entities]
         return QueryInput(
             text=query, user_id=user_id, k=k, mode=mode, now=self._clock(), terms=lexical_tokens(query),
-            vector=vector, tokens=tokens, token_dim=emb.dim, entity_keys=keys,
+            vector=vector, tokens=tokens, token_dim=emb.dim, entity_keys=keys, language=detect_language(query),
         )
 
     def _local(self, call: Call) -> Any:
@@ -234,13 +235,18 @@ class _BaseMemory:
         try:
             call = next(gen)
             while True:
-                if call.local:
-                    result = self._local(call)
-                else:
-                    result = getattr(store, call.method)(*call.args, **call.kwargs)
-                call = gen.send(result)
+                call = gen.send(self._dispatch(call, store))
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+
+    def _dispatch(self, call: Call, store: GraphStore) -> Any:
+        """Answer one plan request: local CPU work, a store call, or a capability fallback."""
+        if call.local:
+            return self._local(call)
+        if call.method == "nearest_entities_batch" and not isinstance(store, SupportsBatchEntitySearch):
+            user, vectors, k = call.args
+            return [store.nearest_entities(user, v, k) for v in vectors]
+        return getattr(store, call.method)(*call.args, **call.kwargs)
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -383,10 +389,8 @@ class Memory(_BaseMemory):
                                        for e in batch.edges]
                         self._store.write(batch, replace_mentions_of=[old.id])
                         result = None
-                    elif call.local:
-                        result = self._local(call)
                     else:
-                        result = getattr(self._store, call.method)(*call.args, **call.kwargs)
+                        result = self._dispatch(call, self._store)
                     call = gen.send(result)
             except StopIteration:
                 pass

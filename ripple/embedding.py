@@ -120,7 +120,8 @@ class SentenceTransformerEmbedder:
             self._model = SentenceTransformer(self._path, device=self._device)
         except Exception as exc:
             raise ModelNotInstalled(f"cannot load embedding model {self.name!r} from {self._path}: {exc}") from exc
-        self.dim = int(self._model.get_sentence_embedding_dimension())
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
         tok = self._model.tokenizer
         skip = set(tok.all_special_ids)
         for word, idx in tok.get_vocab().items():
@@ -208,9 +209,13 @@ class HashEmbedder:
         return sent, tokens
 
 
-@functools.lru_cache(maxsize=4)
 def default_embedder(model: str = DEFAULT_MODEL, device: str = "cpu") -> Embedder:
-    """A process-wide embedder per model name (loading one costs seconds)."""
+    """A process-wide embedder per (model, device) (loading one costs seconds)."""
+    return _cached_embedder(model, device)
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_embedder(model: str, device: str) -> Embedder:
     if model.startswith("hash"):
         dim = int(model.split("-", 1)[1]) if "-" in model else 384
         return HashEmbedder(dim)

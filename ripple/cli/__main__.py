@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("ripple.cli.cmd_export", "write a user's graph as JSONL"),
     "import": ("ripple.cli.cmd_import", "load a JSONL export into the store"),
     "bench": ("ripple.cli.cmd_bench", "run the benchmark harness (python -m benchmarks)"),
+    "cypher": ("ripple.cli.cmd_cypher", "run a Cypher query against the Neo4j store"),
 }
 
 

@@ -24,7 +24,7 @@ from ._format import clip, width
 USER = "sam"
 QUERIES: list[tuple[str, str]] = [
     ("When is the Northwind deadline?", "Bluebird has to go live"),
-    ("Who signs off payments at the client?", "Dana has to approve every invoice"),
+    ("Who approves the invoices at our client?", "Dana has to approve every invoice"),
     ("Can we hold the client meeting at Dana's house?", "Mei is allergic to cats"),
     ("谁负责联系上海的展会？", "梅负责联系展会"),
     ("How much did the studio spend on equipment?", "new large-format printer"),
@@ -37,7 +37,7 @@ def load_sample() -> list[dict[str, Any]]:
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-k", type=int, default=3, help="hits per method (default 3)")
+    p.add_argument("-k", type=int, default=5, help="hits per method (default 5)")
     p.add_argument("--keep", metavar="FOLDER", help="keep the demo store in this folder (default: a temporary one)")
 
 

@@ -53,6 +53,7 @@ def spread_flow(
     threshold: float = 1e-4,
     frontier_cap: int = 400,
     aggregate: str = "sum",
+    degree_offset: int = 0,
 ) -> Generator[list[str], Iterable[Edge], SpreadResult]:
     """:func:`spread` as a generator: yields each hop's frontier, receives its edges.
 
@@ -79,7 +80,7 @@ def spread_flow(
             a = current.get(e.source)
             if a is None or e.target == e.source or e.target in seed_set:
                 continue
-            divisor = max(e.source_degree, 1) ** damping if damping else 1.0
+            divisor = max(e.source_degree - degree_offset, 1) ** damping if damping else 1.0
             flow = a * e.weight * decays[hop] / divisor
             if flow <= threshold:
                 continue
@@ -115,6 +116,10 @@ def spread(
         Multiplier per hop, or a sequence with one multiplier per hop.
     damping:
         Exponent of the source-degree divisor: 1.0 divides by the degree, 0 disables.
+    degree_offset:
+        Subtracted from the degree before dividing: with 1, an entity shared by
+        exactly two memories passes all of one's activation to the other (it
+        divides among the *other* memories), while a hub still passes almost nothing.
     threshold, frontier_cap:
         Activation below ``threshold`` is dropped; each hop expands at most the
         ``frontier_cap`` strongest nodes.
@@ -152,6 +157,7 @@ def spread_reference(
     max_hops: int = 2,
     decay: float = 0.5,
     damping: float = 1.0,
+    degree_offset: int = 0,
 ) -> dict[str, float]:
     """Readable per-path reference of :func:`spread` (``aggregate="sum"``, no pruning).
 
@@ -166,7 +172,7 @@ def spread_reference(
         for e in graph.get(node, ()):
             if e.target == e.source:
                 continue
-            flow = act * e.weight * decay / (max(e.source_degree, 1) ** damping if damping else 1.0)
+            flow = act * e.weight * decay / (max(e.source_degree - degree_offset, 1) ** damping if damping else 1.0)
             if e.target in seeds:
                 continue
             out[e.target] = out.get(e.target, 0.0) + flow

@@ -17,6 +17,7 @@ __all__ = [
     "SeedConfig",
     "SpreadMethod",
     "SpreadConfig",
+    "MergeMethod",
     "MergeConfig",
     "RerankMethod",
     "RerankConfig",
@@ -40,8 +41,11 @@ class SeedConfig(_Config):
     pool: int = Field(200, ge=1, description="candidates kept by the first stage")
     first_stage_lexical: float = Field(0.4, ge=0, le=1)
     lexical: float = Field(0.1, ge=0)
-    dense: float = Field(0.0, ge=0)
+    dense: float = Field(0.3, ge=0)
     late: float = Field(0.9, ge=0, description="MaxSim weight; 0 skips token vectors")
+    lexical_cjk: float = Field(
+        1.0, ge=0, description="lexical weight for Chinese/Japanese/Korean queries (the default embedder is English)"
+    )
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     max_df_ratio: float = Field(0.5, gt=0, le=1, description="query terms in more docs than this share are ignored")
@@ -61,31 +65,56 @@ class SpreadConfig(_Config):
     turns of the same conversation; the *entity* channel goes memory ->
     entity -> memory (and entity -> entity over RELATED when ``hops > 2``),
     dividing what leaves an entity by its degree (hub damping) so that an
-    entity mentioned everywhere carries almost nothing.
+    entity mentioned everywhere carries almost nothing.  Activation never
+    flows back into a channel's own sources: the strongest seeds must not
+    reinforce each other and push the first-hop answer out of the top.
     """
 
     method: SpreadMethod = SpreadMethod.ACTIVATION
-    session_sources: int = Field(8, ge=0)
-    session_weights: tuple[float, ...] = (1.0, 0.75, 0.5)
-    session_lambda: float = Field(0.25, ge=0)
+    source_min: float = Field(
+        0.6, ge=0, le=1, description="only seeds scoring at least this share of the best seed spread"
+    )
+    session_sources: int = Field(5, ge=0)
+    session_weights: tuple[float, ...] = (1.0, 0.5, 0.25)
+    session_lambda: float = Field(0.3, ge=0)
     entity_sources: int = Field(20, ge=0)
     hops: int = Field(2, ge=0, description="edge traversals in the entity channel (2 = memory->entity->memory)")
     hop_decay: float = Field(0.5, gt=0, le=1)
     hub_damping: float = Field(1.0, ge=0, description="exponent of the degree divisor; 0 turns damping off")
+    entity_aggregate: str = Field("sum", pattern="^(max|sum)$", description="sum over bridges, or the strongest one")
+    degree_offset: int = Field(0, ge=0, description="subtracted from an entity's degree before damping")
     max_degree: int | None = Field(None, ge=1, description="entities above this degree are not walked")
     max_degree_ratio: float = Field(0.2, gt=0, le=1, description="... nor those mentioned by more than this share")
+    min_hub_degree: int = Field(50, ge=2, description="the share cut-off never goes below this degree")
     entity_labels: tuple[str, ...] | None = Field(
         None, description="entity labels that carry activation (None = all but DATE)"
     )
-    entity_lambda: float = Field(0.2, ge=0)
+    entity_lambda: float = Field(0.1, ge=0)
+    entity_scale: str = Field("peak", pattern="^(peak|raw)$", description="divide entity activation by its peak, or not")
     frontier_cap: int = Field(400, ge=1)
     threshold: float = Field(1e-4, ge=0)
-    into_seeds: bool = Field(False, description="let spreading add to memories that are already seeds")
     ppr_alpha: float = Field(0.85, gt=0, lt=1)
 
 
+class MergeMethod(str, Enum):
+    WEIGHTED = "weighted"
+    RRF = "rrf"
+
+
 class MergeConfig(_Config):
-    """Stage 3: combine seed score, activation, time, importance and status."""
+    """Stage 3: combine seed score, activation, time, importance and status.
+
+    ``weighted`` adds the channels' activation (times their lambdas) to the
+    normalised seed score; ``rrf`` fuses the seed ranking with each channel's
+    activation ranking (reciprocal rank fusion), so the memory a channel
+    reaches most strongly competes with the best seeds whatever the scale of
+    its activation.
+    """
+
+    method: MergeMethod = MergeMethod.WEIGHTED
+    rrf_k: int = Field(10, ge=1)
+    session_rank_weight: float = Field(0.3, ge=0)
+    entity_rank_weight: float = Field(0.3, ge=0)
 
     time_weight: float = Field(0.0, ge=0, le=1, description="share of the score given to recency")
     half_life_days: float = Field(30.0, gt=0)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Generator, Sequence
 from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, Neighbor
 
 from .activation import Edge, SpreadResult, spread_flow
-from .config import RecallConfig, RerankMethod, SpreadMethod
+from .config import MergeMethod, RecallConfig, RerankMethod, SpreadMethod
 from .scoring import bm25, maxsim, minmax, recency_factor, rrf, top, weighted_sum
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ class QueryInput:
     tokens: "np.ndarray | None"
     token_dim: int
     entity_keys: list[str]
+    language: str = "en"
 
 
 @dataclass(slots=True)
@@ -172,8 +173,9 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
         late = maxsim(np.asarray(q.tokens, dtype=np.float32), docs)
     pool_lex = {i: lexical[i] for i in pool if i in lexical}
     pool_dense = {i: dense[i] for i in pool if i in dense}
+    lexical_weight = seed_cfg.lexical_cjk if q.language in ("zh", "ja", "ko") else seed_cfg.lexical
     seed_scores = weighted_sum(
-        [(seed_cfg.lexical, pool_lex), (seed_cfg.dense, pool_dense), (seed_cfg.late, late)]
+        [(lexical_weight, pool_lex), (seed_cfg.dense, pool_dense), (seed_cfg.late, late)]
     ) or {i: first.get(i, 0.0) for i in pool}
     for i in pool:
         seed_scores.setdefault(i, 0.0)
@@ -189,15 +191,18 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
     ranked_seeds = top(norm_seed, len(norm_seed))
     session_act: dict[str, float] = {}
     entity_act: dict[str, float] = {}
-    parents: dict[str, Edge] = {}
+    raw_session: dict[str, float] = {}
+    raw_entity: dict[str, float] = {}
+    parents: dict[str, tuple[dict[str, Edge], set[str]]] = {}  # channel -> (best incoming edge, sources)
     entity_names: dict[str, str] = {}
     spread_used = spread_cfg.method != SpreadMethod.NONE and q.mode in ("ripple", "ppr")
     if spread_used and (q.mode == "ppr" or spread_cfg.method == SpreadMethod.PPR):
-        entity_act, parents = yield from _ppr_channel(q, spread_cfg, norm_seed, ranked_seeds)
+        entity_act, _ = yield from _ppr_channel(q, spread_cfg, norm_seed, ranked_seeds)
         spread_used = True
     elif spread_used:
         # session channel: neighbouring turns over NEXT edges, strongest path wins
-        sources = {i: norm_seed[i] for i in ranked_seeds[: spread_cfg.session_sources]}
+        strong = [i for i in ranked_seeds if norm_seed[i] >= spread_cfg.source_min]
+        sources = {i: norm_seed[i] for i in strong[: spread_cfg.session_sources]}
         if sources and spread_cfg.session_weights and spread_cfg.session_lambda > 0:
             res_session = yield from _drive_spread(
                 q.user_id, (EDGE_NEXT,), sources,
@@ -205,11 +210,11 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
                 damping=0.0, threshold=spread_cfg.threshold, frontier_cap=spread_cfg.frontier_cap,
                 aggregate="max", max_degree=None, labels=(),
             )
-            session_act = res_session.activation
-            parents.update(res_session.parent)
+            session_act = raw_session = res_session.activation
+            parents["session"] = (res_session.parent, set(sources))
         timer.lap("spread.session", len(session_act))
         # entity channel: memory -> entity -> memory, hub-damped
-        sources = {i: norm_seed[i] for i in ranked_seeds[: spread_cfg.entity_sources]}
+        sources = {i: norm_seed[i] for i in strong[: spread_cfg.entity_sources]}
         if q.entity_keys and config.seed.query_entities > 0:
             ents = yield Call("get_entities", (q.user_id, q.entity_keys))
             for e in ents:
@@ -220,23 +225,19 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
             if want_lexical:
                 n_docs_total = max(n_docs_total, int(n_docs))  # type: ignore[possibly-undefined]
             cap = spread_cfg.max_degree
-            ratio_cap = max(2, int(spread_cfg.max_degree_ratio * n_docs_total)) if n_docs_total else None
-            if ratio_cap is not None:
-                cap = min(cap, ratio_cap) if cap is not None else ratio_cap
+            ratio_cap = max(spread_cfg.min_hub_degree, int(spread_cfg.max_degree_ratio * n_docs_total))
+            cap = min(cap, ratio_cap) if cap is not None else ratio_cap
             types = (EDGE_MENTIONS, EDGE_RELATED) if spread_cfg.hops > 2 else (EDGE_MENTIONS,)
             res_entity = yield from _drive_spread(
                 q.user_id, types, sources,
                 max_hops=spread_cfg.hops, decay=spread_cfg.hop_decay, damping=spread_cfg.hub_damping,
-                threshold=spread_cfg.threshold, frontier_cap=spread_cfg.frontier_cap,
-                aggregate="sum", max_degree=cap, labels=spread_cfg.entity_labels,
+                threshold=spread_cfg.threshold, frontier_cap=spread_cfg.frontier_cap, degree_offset=spread_cfg.degree_offset,
+                aggregate=spread_cfg.entity_aggregate, max_degree=cap, labels=spread_cfg.entity_labels,
             )
-            memory_act = {n: a for n, a in res_entity.activation.items() if n.startswith("m_")}
-            if not spread_cfg.into_seeds:
-                memory_act = {n: a for n, a in memory_act.items() if n not in cands_by_id}
-            peak = max(memory_act.values(), default=0.0)
+            memory_act = raw_entity = {n: a for n, a in res_entity.activation.items() if n.startswith("m_")}
+            peak = max(memory_act.values(), default=0.0) if spread_cfg.entity_scale == "peak" else 1.0
             entity_act = {n: a / peak for n, a in memory_act.items()} if peak > 0 else {}
-            for n, e in res_entity.parent.items():
-                parents.setdefault(n, e)
+            parents["entity"] = (res_entity.parent, set(sources))
         timer.lap("spread.entity", len(entity_act))
 
     # ---- stage 3: merge -------------------------------------------------------
@@ -248,15 +249,42 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
         if q.mode == "ppr":
             act = entity_act.get(n, 0.0)
         c.activation = act
-        if c.seed == 0.0:
+        if act > c.seed / top_seed:  # most of its score came from spreading: say through which channel
             c.via = "session" if session_act.get(n, 0.0) * spread_cfg.session_lambda >= entity_act.get(n, 0.0) * spread_cfg.entity_lambda else "entity"
-    for c in cands_by_id.values():
-        c.score = (c.seed / top_seed) + c.activation
+    if config.merge.method == MergeMethod.RRF:
+        # rank fusion: a memory at the top of a spreading channel competes with the top seeds
+        k0 = config.merge.rrf_k
+        # each channel ranks its sources (by seed) and what they reached (by activation, which never
+        # exceeds the seed it came from) on one scale: spreading can lift a memory close to the seed
+        # that reached it, above weaker seeds, never above that seed
+        def channel(name: str, act: dict[str, float]) -> list[str]:
+            value = {i: norm_seed.get(i, 0.0) for i in parents.get(name, ({}, set()))[1]}
+            for i, a in act.items():
+                value[i] = max(value.get(i, 0.0), a)
+            return sorted(value, key=lambda i: (-value[i], -norm_seed.get(i, 0.0), i))
+
+        ranks = [
+            (1.0, top(norm_seed, len(norm_seed))),
+            (config.merge.session_rank_weight, channel("session", raw_session)),
+            (config.merge.entity_rank_weight, channel("entity", raw_entity)),
+        ]
+        fused: dict[str, float] = {}
+        for w, ranking in ranks:
+            if w <= 0:
+                continue
+            for r, n in enumerate(ranking, start=1):
+                fused[n] = fused.get(n, 0.0) + w / (k0 + r)
+        scale = 1.0 / max(fused.values(), default=1.0)
+        for c in cands_by_id.values():
+            c.score = fused.get(c.id, 0.0) * scale
+    else:
+        for c in cands_by_id.values():
+            c.score = (c.seed / top_seed) + c.activation
     ordered = sorted(cands_by_id.values(), key=lambda c: (-c.score, c.id))
     keep = ordered[: max(config.rerank.top_n, k) * 2 if config.rerank.method != RerankMethod.NONE else max(k * 4, 50)]
     for c in keep:
-        if c.seed == 0.0:
-            c.path = _path_to(c.id, parents, set(seed_scores))
+        if c.via in parents:
+            c.path = _path_to(c.id, *parents[c.via])
     timer.lap("merge", len(cands_by_id))
     return (yield from _finish(q, keep, config, timer, statuses, spread_used=spread_used, entity_names=entity_names))
 
@@ -321,10 +349,11 @@ def _ppr_channel(
     return minmax(mem), {}
 
 
-def _path_to(node: str, parents: dict[str, Edge], seeds: set[str]) -> list[Edge]:
+def _path_to(node: str, parents: dict[str, Edge], sources: set[str]) -> list[Edge]:
+    """Edges from a source of the channel to ``node``, following the best incoming edges back."""
     path: list[Edge] = []
     seen = {node}
-    while node in parents and node not in seeds:
+    while node in parents and (not path or node not in sources):
         e = parents[node]
         path.append(e)
         node = e.source

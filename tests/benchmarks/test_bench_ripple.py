@@ -51,14 +51,23 @@ def test_ripple_method_overrides_reach_the_config() -> None:
     from tests.conftest import need
 
     m = RippleMethod("ripple", {"spread": {"hops": 1}})
+    data = synthetic(20, n_users=1, seed=0, n_queries=1)
     try:
-        m.index(synthetic(20, n_users=1, seed=0, n_queries=1))
+        m.index(data)
     except ModelNotInstalled as exc:
         need(str(exc))
     try:
         assert m.config()["recall_config"]["spread"]["hops"] == 1
         assert m._dir and Path(m._dir).is_dir()
         d = m._dir
+        again = RippleMethod("ripple-nospread", {"spread": {"method": "none"}})
+        again.index(data)
+        assert again._dir == d, "methods of one run share the ingested store"
+        again.close()
     finally:
         m.close()
+    assert Path(d).exists()
+    from benchmarks.methods import _remove_shared_stores
+
+    _remove_shared_stores()
     assert not Path(d).exists()

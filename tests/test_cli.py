@@ -1,0 +1,94 @@
+"""The command line: fast help, lazy imports, and the commands end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ripple.cli.__main__ import main
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "sentence_transformers", "spacy", "jieba", "neo4j", "transformers")
+
+
+def _run(code: str) -> str:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+
+
+def test_import_ripple_loads_no_heavy_library() -> None:
+    out = _run(f"import sys, ripple, extractors, graphstore; print([m for m in {HEAVY!r} if m in sys.modules])")
+    assert out.strip() == "[]"
+
+
+def test_help_loads_no_heavy_library() -> None:
+    code = (
+        "import sys, contextlib, io\n"
+        "from ripple.cli.__main__ import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as buf:\n"
+        "    try:\n"
+        "        main(['recall', '--help'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        f"print([m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    assert _run(code).strip().splitlines()[-1] == "[]"
+
+
+def test_top_level_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    for cmd in ("add", "recall", "demo", "stats", "export", "import", "bench"):
+        assert cmd in out
+
+
+def test_errors_are_one_line_and_nonzero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--store", str(tmp_path / "s"), "recall", "anything", "--user", "nobody"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ripple: error:") and "nobody" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_add_recall_stats_export_import(tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder, extractor) -> None:
+    store = str(tmp_path / "s")
+    items = tmp_path / "items.jsonl"
+    items.write_text(
+        "\n".join(json.dumps({"text": t, "session_id": "s1"}) for t in [
+            "Dana Whitfield runs procurement at Northwind.",
+            "ok thanks",
+            "我叫张伟，在北京的阿里巴巴工作。",
+        ]),
+        encoding="utf-8",
+    )
+    assert main(["--store", store, "add", "--user", "u1", "--file", str(items)]) == 0
+    assert "stored 2 memories (1 without content skipped)" in capsys.readouterr().out
+    assert main(["--store", store, "recall", "who runs procurement?", "--user", "u1", "-k", "1", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["hits"][0]["memory"]["text"].startswith("Dana Whitfield")
+    assert main(["--store", store, "recall", "张伟在哪里工作", "--user", "u1", "-k", "1", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "阿里巴巴" in out and "trace:" in out
+    assert main(["--store", store, "stats", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["memories"] == 2
+    dump = tmp_path / "u1.jsonl"
+    assert main(["--store", store, "export", "--user", "u1", "-o", str(dump)]) == 0
+    assert main(["--store", str(tmp_path / "other"), "import", str(dump)]) == 0
+    assert "2 memories" in capsys.readouterr().out
+    assert main(["--store", str(tmp_path / "other"), "recall", "procurement", "--user", "u1", "-k", "1"]) == 0
+    assert "Dana Whitfield" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_demo_shows_ripple_vs_flat(capsys: pytest.CaptureFixture[str], embedder, extractor) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "ripple" in out and "flat" in out and "answer in top 5: ripple" in out
+    line = next(l for l in out.splitlines() if l.startswith("answer in top 5"))
+    ripple_found = int(line.split("ripple ")[1].split("/")[0])
+    flat_found = int(line.split("flat ")[1].split("/")[0])
+    assert ripple_found > flat_found
