@@ -239,3 +239,15 @@ def test_async_twin_gives_the_same_answers(tmp_path: Path, embedder, extractor) 
         same = m.recall("When is the deadline for the Northwind work?", user_id="u1", k=3, touch=False)
     assert texts == same.texts()
     assert len(all_texts) == len(TWO_HOP)
+
+
+def test_maxsim_reranker_scores_every_head_hit(mem: Memory) -> None:
+    from ripple import RerankConfig
+
+    _add_two_hop(mem)
+    cfg = RecallConfig().model_copy(update={"rerank": RerankConfig(method="maxsim", top_n=5, weight=1.0)})
+    res = mem.recall("printer dealer in Utrecht", user_id="u1", k=3, config=cfg)
+    assert all(h.parts.rerank is not None for h in res.hits)
+    assert res.hits[0].memory.text == "The printer dealer is in Utrecht."
+    assert [h.parts.rerank for h in res.hits] == sorted((h.parts.rerank for h in res.hits), reverse=True)
+    assert any(s.name == "rerank.maxsim" for s in res.trace.stages)

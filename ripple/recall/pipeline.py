@@ -364,6 +364,15 @@ def _path_to(node: str, parents: dict[str, Edge], sources: set[str]) -> list[Edg
     return path
 
 
+def _blend_rerank(head: list[Candidate], scores: dict[str, float], weight: float) -> list[Candidate]:
+    """Mix normalised reranker scores into the merged scores of the head, and re-sort it."""
+    base = minmax({c.id: c.score for c in head})
+    for c in head:
+        c.rerank = scores.get(c.id, 0.0)
+        c.score = (1 - weight) * base.get(c.id, 0.0) + weight * c.rerank
+    return sorted(head, key=lambda c: (-c.score, c.id))
+
+
 def _finish(
     q: QueryInput,
     cands: list[Candidate],
@@ -390,33 +399,21 @@ def _finish(
             c.score = c.score * (1.0 - time_w + time_w * c.recency) + merge_cfg.importance_weight * (rec.importance - 0.5)
         cands.sort(key=lambda c: (-c.score, c.id))
     timer.lap("merge.records", len(cands), time_weight=time_w)
-    if q.mode == "ripple" and rr.method == RerankMethod.MAXSIM and q.tokens is not None:
-        import numpy as np
-
-        from ripple.embedding import unpack_tokens
-
+    if q.mode == "ripple" and rr.method != RerankMethod.NONE:
         head = cands[: rr.top_n]
-        blobs = yield Call("token_vectors", ([c.id for c in head],))
-        scores = minmax(maxsim(np.asarray(q.tokens), {i: unpack_tokens(b, q.token_dim) for i, b in blobs.items()}))
-        base = minmax({c.id: c.score for c in head})
-        for c in head:
-            c.rerank = scores.get(c.id, 0.0)
-            c.score = (1 - rr.weight) * base.get(c.id, 0.0) + rr.weight * c.rerank
-        head.sort(key=lambda c: (-c.score, c.id))
-        cands = head + cands[rr.top_n :]
-        timer.lap("rerank.maxsim", len(head))
-    elif q.mode == "ripple" and rr.method == RerankMethod.CROSS_ENCODER:
-        head = cands[: rr.top_n]
-        pairs = [(q.text, records[c.id].text) for c in head]
-        raw: list[float] = yield Call("cross_encode", (rr.model, pairs), local=True)
-        scores = minmax({c.id: float(s) for c, s in zip(head, raw)})
-        base = minmax({c.id: c.score for c in head})
-        for c in head:
-            c.rerank = scores.get(c.id, 0.0)
-            c.score = (1 - rr.weight) * base.get(c.id, 0.0) + rr.weight * c.rerank
-        head.sort(key=lambda c: (-c.score, c.id))
-        cands = head + cands[rr.top_n :]
-        timer.lap("rerank.cross_encoder", len(head))
+        if rr.method == RerankMethod.MAXSIM and q.tokens is not None:
+            import numpy as np
+
+            from ripple.embedding import unpack_tokens
+
+            blobs = yield Call("token_vectors", ([c.id for c in head],))
+            raw = maxsim(np.asarray(q.tokens), {i: unpack_tokens(b, q.token_dim) for i, b in blobs.items()})
+        else:
+            pairs = [(q.text, records[c.id].text) for c in head]
+            scored: list[float] = yield Call("cross_encode", (rr.model, pairs), local=True)
+            raw = {c.id: float(s) for c, s in zip(head, scored)}
+        cands = _blend_rerank(head, minmax(raw), rr.weight) + cands[rr.top_n :]
+        timer.lap(f"rerank.{rr.method.value}", len(head))
     hits = cands[: q.k]
     names = dict(entity_names or {})
     need = sorted({e.source for c in hits for e in c.path if e.source.startswith("e_")}
