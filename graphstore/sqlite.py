@@ -268,6 +268,8 @@ class SQLiteStore:
     def write(self, batch: WriteBatch, *, replace_mentions_of: Sequence[str] = ()) -> None:
         if not batch and not replace_mentions_of:
             return
+        if len({m.id for m in batch.memories}) < len(batch.memories):  # the last record of an id wins
+            batch = WriteBatch(list({m.id: m for m in batch.memories}.values()), batch.entities, batch.edges)
         touched_users = {m.user_id for m in batch.memories} | {e.user_id for e in batch.entities}
         with self._tx() as db:
             degree_dirty: set[str] = set()
@@ -366,32 +368,27 @@ class SQLiteStore:
         )
 
     def _remove_postings(self, db: sqlite3.Connection, memory_ids: Sequence[str]) -> None:
-        """Undo :meth:`_add_postings` for memories that currently have postings."""
+        """Undo :meth:`_add_postings` for those of the memories that are stored and active."""
         df: Counter[tuple[str, str]] = Counter()
         totals: Counter[str] = Counter()
         counts: Counter[str] = Counter()
-        for chunk in _chunks(list(memory_ids)):
-            rows = db.execute(
-                f"SELECT user_id, term, memory_id, tf FROM postings WHERE memory_id IN ({_qmarks(len(chunk))})",
-                tuple(chunk),
-            ).fetchall()
-            if not rows:
-                continue
-            docs: dict[str, tuple[str, int]] = {}
-            for user, term, mid, tf in rows:
-                df[(user, term)] += 1
-                u, n = docs.get(mid, (user, 0))
-                docs[mid] = (u, n + tf)
-            for user, n in docs.values():
+        for chunk in _chunks(list(dict.fromkeys(memory_ids))):
+            q = _qmarks(len(chunk))
+            for user, n in db.execute(
+                f"SELECT user_id, doc_len FROM memories WHERE id IN ({q}) AND status = ?", (*chunk, ACTIVE)
+            ):
                 totals[user] += n
                 counts[user] += 1
-            db.execute(f"DELETE FROM postings WHERE memory_id IN ({_qmarks(len(chunk))})", tuple(chunk))
+            for user, term in db.execute(f"SELECT user_id, term FROM postings WHERE memory_id IN ({q})", tuple(chunk)):
+                df[(user, term)] += 1
+            db.execute(f"DELETE FROM postings WHERE memory_id IN ({q})", tuple(chunk))
         if df:
             db.executemany(
                 "UPDATE term_df SET df = df - ? WHERE user_id = ? AND term = ?",
                 [(c, u, t) for (u, t), c in df.items()],
             )
             db.execute("DELETE FROM term_df WHERE df <= 0")
+        if counts:
             db.executemany(
                 "UPDATE lexical_totals SET n_docs = n_docs - ?, total_len = total_len - ? WHERE user_id = ?",
                 [(counts[u], totals[u], u) for u in counts],
@@ -417,8 +414,8 @@ class SQLiteStore:
                 changed.extend(self._memory_from_row(r) for r in rows)
             if not changed:
                 return 0
-            db.executemany("UPDATE memories SET status = ? WHERE id = ?", [(status, m.id) for m in changed])
             self._remove_postings(db, [m.id for m in changed])
+            db.executemany("UPDATE memories SET status = ? WHERE id = ?", [(status, m.id) for m in changed])
             if status == ACTIVE:
                 self._add_postings(db, changed)
         for m in changed:

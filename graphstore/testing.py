@@ -194,6 +194,16 @@ class GraphStoreConformance:
         store.set_status(["m_2"], ACTIVE)
         assert store.lexical_stats("u1", ["invoice"])[2] == {"invoice": 1}
 
+    def test_lexical_totals_survive_upserts_and_duplicates(self, store: GraphStore) -> None:
+        """A term-less memory counts once however often it is upserted; a repeated id counts once."""
+        for _ in range(3):
+            store.write(WriteBatch(memories=[make_memory("m_e", text="", terms=())]))
+        store.write(WriteBatch(memories=[make_memory("m_d", terms=("tea",)), make_memory("m_d", terms=("tea",))]))
+        n, avg, df = store.lexical_stats("u1", ["tea"])
+        assert n == 2 and avg == pytest.approx(0.5) and df == {"tea": 1}
+        store.set_status(["m_e"], INVALIDATED)
+        assert store.lexical_stats("u1", ["tea"])[0] == 1
+
     def test_token_vectors(self, store: GraphStore) -> None:
         self._seed_graph(store)
         blobs = store.token_vectors(["m_1", "nope"])

@@ -1,0 +1,1339 @@
+"""The Neo4j backend: the same protocol as the embedded store, on a Neo4j 5 server.
+
+Graph model (every node and relationship carries ``user_id``)::
+
+    (:Memory {id, user_id, agent_id, session_id, text, at, at_iso, created_at, kind, importance,
+              status, access_count, last_access, metadata, language, terms, doc_len,
+              embedding, token_vectors})
+    (:Entity {id, user_id, name, key, label, aliases, degree, embedding})
+    (:Memory)-[:MENTIONS {user_id, weight, predicate, evidence, at}]->(:Entity)
+    (:Entity)-[:RELATED  {user_id, weight, predicate, evidence, at}]->(:Entity)
+    (:Memory)-[:NEXT     {user_id, weight, predicate, evidence, at}]->(:Memory)
+
+    (:Term {user_id, term})-[:POSTING {tf}]->(:Memory)     lexical postings, active memories only
+    (:Lexicon {user_id, n_docs, total_len})                BM25 totals, active memories only
+    (:Alias {user_id, alias, entity_id})                   key/alias lookup (SQLite's ``aliases``)
+    (:RippleMeta {key: 'schema', version})
+
+Times are the records' POSIX seconds, stored as they come; ``at_iso`` is a
+convenience copy of ``at`` for people reading the graph in Cypher.  ``metadata``
+is the record's JSON string; ``embedding`` is stored as a float32 array (half
+the size of a Cypher float list) and comes back bit-identical.
+
+Postings: why ``(:Term)-[:POSTING]->(:Memory)`` and not a full-text index.
+The engine computes BM25 itself from :meth:`lexical_stats` and :meth:`postings`,
+so the store must return SQLite's exact numbers (document frequencies, term
+frequencies, document lengths), not Lucene scores.  Measured on this server at
+100k memories (one user, then 100 users of 1k; 6-20 terms a memory from a 50k-word
+Zipf vocabulary without stop words; 5-term queries, p50 per call; 2 cores shared
+with other jobs)::
+
+                                              1 user x 100k      100 users x 1k
+    Term nodes + POSTING rels   postings         8.2 ms             1.6 ms
+                                df               1.2 ms             1.4 ms
+                                ingest           1.5k memories/s    1.4k memories/s
+    full-text index on a        postings        13.0 ms             2.4 ms
+    terms_text property         df               2.9 ms             1.7 ms
+    (whitespace analyzer,       ingest           6.7k memories/s    7.1k memories/s
+    user_id in the index)
+
+(a 5-term query returns ~2,100 postings for the big user, ~27 for a small one).
+A posting lookup is one seek on the ``(user_id, term)`` uniqueness index and a
+walk over that term's relationships; ``df`` is the Term node's degree, which
+Neo4j keeps per relationship type (``COUNT {(t)-[:POSTING]->()}`` plans as
+``GetDegree``), so there is no counter to drift, and writers adding postings to
+a common term do not queue on an exclusive lock the way they would to update a
+``df`` property (since 4.3 Neo4j locks a dense node's relationship chains, not
+the node).
+The full-text route runs one Lucene query per term, must filter by user, count
+``tf`` from the ``terms`` list and count ``df`` by enumerating the hits, and it
+gets slower as more users share a term.  Term nodes make writes ~4x dearer
+(a MERGE and a relationship per distinct term), but reads are the hot path of
+recall, and ingest is bounded by text analysis long before the store.  Rows
+come back as one list per term (``collect``): one record per posting took
+45 ms instead of 8 ms to decode.  Copying the memory id and length onto each
+POSTING would save a further ~1.5 ms; each fact is kept once instead.
+
+Vector search: a vector index per label (``ripple_memory_embedding``,
+``ripple_entity_embedding``, cosine) is created on the first write that carries
+an embedding, with that vector's dimension; a later write with another
+dimension is an error while vectors of the old dimension remain (the index is
+rebuilt if none remain).  The index is approximate (HNSW, quantised) and global,
+so a search asks it for ``max(4k, 64)`` candidates, keeps the user's nodes of
+the wanted statuses and re-scores them exactly with ``vector.similarity.cosine``
+(``cos = 2s - 1``).  The result is accepted when ``k`` candidates survive and the
+k-th is nearer than the farthest candidate (so every node nearer than the k-th
+was a candidate, up to the index's own approximation); otherwise the candidate
+count grows 8x, and past ``_MAX_CANDIDATES`` the search becomes an exact scan
+of the user's nodes.  A user with fewer than ``_EXACT_SCAN_BELOW`` memories never
+goes through the index: an exact server-side scan over the user's nodes is
+cheap and exact, and it is the only way to find a small user's nodes in a large
+store, where the global top candidates belong to other users.  The price of a
+user whose memories are a small share of a huge store, or of a status filter
+that excludes most of the nearest candidates, is one scan over that user's
+vectors: ~22 us per 384-d vector here, so the 2k threshold costs at most ~45 ms,
+against ~16 ms p50 for the index route at 100k memories (recall@10 1.0 on
+clustered low-rank vectors like a sentence model's, with or without
+quantisation; 0.26 on uniformly random 384-d vectors, which no model produces).
+
+Transactions: every :meth:`Neo4jStore.write` is one managed write transaction
+(``session.execute_write``) of a handful of ``UNWIND`` statements, whatever the
+batch size; reads use managed read transactions so a ``neo4j://`` routing URI
+sends them to followers, and one bookmark manager per store keeps a store's
+reads causally after its writes.  Transient errors (deadlocks, leader switches)
+are retried by the driver.  Schema changes cannot share a transaction with data,
+so the lazy vector-index creation runs in its own transaction before the write.
+``delete_user`` is one transaction for a small user; a large one is deleted
+in transactions of at most 5k deletions per step (one transaction for 100k
+memories with their postings exceeds the default transaction memory of a 1 GB
+heap), so an interrupted call leaves part of the user, and calling it again
+finishes the job.
+
+Sync and async: each operation is written once as an I/O-free plan (a generator
+yielding transactions, whose bodies yield Cypher statements and receive their
+rows); :class:`Neo4jStore` and :class:`AsyncNeo4jStore` only run plans, with the
+driver's sync and async APIs, and differ only in ``await``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from array import array
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Generator, Iterator, Sequence, TypeVar
+
+from ripple.errors import SchemaError, StoreError, StoreUnavailable
+
+from .protocol import ACTIVE
+from .records import (
+    EDGE_MENTIONS,
+    EDGE_NEXT,
+    EDGE_RELATED,
+    EDGE_TYPES,
+    EdgeRecord,
+    EntityRecord,
+    MemoryRecord,
+    Neighbor,
+    WriteBatch,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    from neo4j import AsyncDriver, AsyncManagedTransaction, Driver, ManagedTransaction, Record
+
+__all__ = ["Neo4jStore", "AsyncNeo4jStore", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+_EXACT_SCAN_BELOW = 2_000  # users with fewer memories (or entities) are searched exactly
+_MAX_CANDIDATES = 20_000  # beyond this many index candidates, scan the user's vectors exactly
+
+T = TypeVar("T")
+
+
+# -- plans: operations as generators, no I/O ---------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Stmt:
+    """One Cypher statement of a transaction body; the runner sends back its records."""
+
+    cypher: str
+    params: dict[str, Any]
+
+
+_Body = Generator[_Stmt, "list[Record]", T]
+
+
+@dataclass(frozen=True, slots=True)
+class _Tx:
+    """One managed transaction: ``body`` is called anew on every driver retry."""
+
+    write: bool
+    body: Callable[[], _Body[Any]]
+
+
+_Plan = Generator[_Tx, Any, T]
+
+
+def _run_body(tx: "ManagedTransaction", body: Callable[[], _Body[T]]) -> T:
+    gen = body()
+    rows: list[Record] | None = None
+    while True:
+        try:
+            stmt = gen.send(rows)  # type: ignore[arg-type]
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        rows = list(tx.run(stmt.cypher, stmt.params))
+
+
+async def _arun_body(tx: "AsyncManagedTransaction", body: Callable[[], _Body[T]]) -> T:
+    gen = body()
+    rows: list[Record] | None = None
+    while True:
+        try:
+            stmt = gen.send(rows)  # type: ignore[arg-type]
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        rows = [r async for r in await tx.run(stmt.cypher, stmt.params)]
+
+
+def _one(write: bool, cypher: str, params: dict[str, Any]) -> _Tx:
+    def body() -> _Body[list[Record]]:
+        return (yield _Stmt(cypher, params))
+
+    return _Tx(write, body)
+
+
+def _read(cypher: str, **params: Any) -> _Tx:
+    """A read transaction of one statement, returning its records."""
+    return _one(False, cypher, params)
+
+
+def _write(cypher: str, **params: Any) -> _Tx:
+    """A write transaction of one statement, returning its records."""
+    return _one(True, cypher, params)
+
+
+# -- errors -----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _map_errors(uri: str, *, opening: bool = False) -> Iterator[None]:
+    """Turn neo4j driver errors into ripple errors, chained ``from`` the original."""
+    from neo4j import exceptions as nx
+
+    try:
+        yield
+    except nx.AuthError as exc:
+        raise StoreUnavailable(
+            f"Neo4j at {uri} rejected the credentials ({exc.message}); check the user and password"
+            " (RIPPLE_NEO4J_USER / RIPPLE_NEO4J_PASSWORD)"
+        ) from exc
+    except nx.IncompleteCommit as exc:
+        raise StoreUnavailable(f"lost Neo4j at {uri} during a commit, which may or may not have been applied: {exc}") from exc
+    except (nx.ServiceUnavailable, nx.SessionExpired, nx.DatabaseUnavailable, nx.ConnectionAcquisitionTimeoutError) as exc:
+        raise StoreUnavailable(f"cannot reach Neo4j at {uri}: {exc} (is the server running?)") from exc
+    except nx.Neo4jError as exc:
+        if opening:
+            raise StoreUnavailable(f"cannot open the Neo4j store at {uri}: {exc.code}: {exc.message}") from exc
+        if exc.code == "Neo.ClientError.Statement.AccessMode":
+            raise StoreError(f"the query writes, but ran in a read transaction: {exc.message}") from exc
+        raise StoreError(f"Neo4j error {exc.code}: {exc.message}") from exc
+    except nx.DriverError as exc:
+        if opening:
+            raise StoreUnavailable(f"cannot open the Neo4j store at {uri}: {exc}") from exc
+        raise StoreError(f"Neo4j driver error: {exc}") from exc
+
+
+# -- Cypher -------------------------------------------------------------------------------------
+_SCHEMA = [
+    "CREATE CONSTRAINT ripple_memory_id IF NOT EXISTS FOR (m:Memory) REQUIRE m.id IS UNIQUE",
+    "CREATE CONSTRAINT ripple_entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.id IS UNIQUE",
+    "CREATE CONSTRAINT ripple_term_key IF NOT EXISTS FOR (t:Term) REQUIRE (t.user_id, t.term) IS UNIQUE",
+    "CREATE CONSTRAINT ripple_lexicon_user IF NOT EXISTS FOR (x:Lexicon) REQUIRE x.user_id IS UNIQUE",
+    "CREATE CONSTRAINT ripple_alias_key IF NOT EXISTS FOR (a:Alias) REQUIRE (a.user_id, a.alias, a.entity_id) IS UNIQUE",
+    "CREATE CONSTRAINT ripple_meta_key IF NOT EXISTS FOR (x:RippleMeta) REQUIRE x.key IS UNIQUE",
+    "CREATE INDEX ripple_memory_user IF NOT EXISTS FOR (m:Memory) ON (m.user_id)",
+    "CREATE INDEX ripple_memory_session IF NOT EXISTS FOR (m:Memory) ON (m.user_id, m.session_id)",
+    "CREATE INDEX ripple_entity_user IF NOT EXISTS FOR (e:Entity) ON (e.user_id)",
+    "CREATE INDEX ripple_entity_key IF NOT EXISTS FOR (e:Entity) ON (e.user_id, e.key)",
+    "CREATE INDEX ripple_alias_user IF NOT EXISTS FOR (a:Alias) ON (a.user_id, a.alias)",
+    "CREATE INDEX ripple_mentions_user IF NOT EXISTS FOR ()-[r:MENTIONS]-() ON (r.user_id)",
+    "CREATE INDEX ripple_related_user IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.user_id)",
+    "CREATE INDEX ripple_next_user IF NOT EXISTS FOR ()-[r:NEXT]-() ON (r.user_id)",
+    "CREATE INDEX ripple_related_evidence IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.evidence)",
+]
+_SCHEMA_NAMES = frozenset(stmt.split()[2] for stmt in _SCHEMA)
+
+_SHOW_SCHEMA = "SHOW INDEXES YIELD name, type, state, options RETURN name, type, state, options"
+_VECTOR_INDEX = {"Memory": "ripple_memory_embedding", "Entity": "ripple_entity_embedding"}
+_VECTOR_INDEX_CONFIG = "`vector.similarity_function`: 'cosine'"
+
+_META_READ = "OPTIONAL MATCH (x:RippleMeta {key: 'schema'}) RETURN x.version AS version"
+_META_WRITE = "MERGE (x:RippleMeta {key: 'schema'}) ON CREATE SET x.version = $version RETURN x.version AS version"
+
+_MEMORY_FIELDS = (
+    "id", "user_id", "agent_id", "session_id", "text", "at", "created_at", "kind", "importance", "status",
+    "access_count", "last_access", "metadata", "language", "terms",
+)
+_MEMORY_MAP = "{" + ", ".join(f".{f}" for f in _MEMORY_FIELDS) + "}"
+_MEMORY_MAP_VECTORS = _MEMORY_MAP[:-1] + ", .embedding, .token_vectors}"
+_ENTITY_MAP = "{.id, .user_id, .name, .key, .label, .aliases}"
+_ENTITY_MAP_VECTORS = "{.id, .user_id, .name, .key, .label, .aliases, .embedding}"
+
+_DROP_MENTIONS = """
+UNWIND $ids AS id
+MATCH (:Memory {id: id})-[r:MENTIONS]->(e:Entity)
+DELETE r
+RETURN collect(DISTINCT e.id) AS dirty
+"""
+
+_MENTIONED = """
+UNWIND $ids AS id
+MATCH (:Memory {id: id})-[:MENTIONS]->(e:Entity)
+RETURN collect(DISTINCT e.id) AS dirty
+"""
+
+# Undo the postings and totals of memories that are active now (they are the ones indexed).
+_REMOVE_POSTINGS = """
+UNWIND $ids AS id
+MATCH (m:Memory {id: id}) WHERE m.status = 'active'
+WITH m.user_id AS user, collect(m) AS ms, count(m) AS n, sum(m.doc_len) AS len
+CALL (user, n, len) {
+    MATCH (x:Lexicon {user_id: user})
+    SET x.n_docs = x.n_docs - n, x.total_len = x.total_len - len
+}
+UNWIND ms AS m
+MATCH (t:Term)-[p:POSTING]->(m)
+DELETE p
+WITH DISTINCT t
+WHERE NOT EXISTS { (t)-[:POSTING]->() }
+DELETE t
+"""
+
+_ADD_POSTINGS = """
+UNWIND $rows AS row
+MERGE (t:Term {user_id: row.user, term: row.term})
+WITH t, row
+UNWIND range(0, size(row.ids) - 1) AS i
+MATCH (m:Memory {id: row.ids[i]})
+CREATE (t)-[:POSTING {tf: row.tfs[i]}]->(m)
+"""
+
+_ADD_TOTALS = """
+UNWIND $rows AS row
+MERGE (x:Lexicon {user_id: row.user})
+ON CREATE SET x.n_docs = 0, x.total_len = 0
+SET x.n_docs = x.n_docs + row.n, x.total_len = x.total_len + row.len
+"""
+
+_UPSERT_MEMORIES = """
+UNWIND $rows AS row
+MERGE (m:Memory {id: row.props.id})
+SET m = row.props
+WITH m, row WHERE row.embedding IS NOT NULL
+CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
+"""
+
+_UPSERT_ENTITIES = """
+UNWIND $rows AS row
+MERGE (e:Entity {id: row.id})
+ON CREATE SET e.user_id = row.user_id, e.name = row.name, e.key = row.key, e.label = row.label,
+              e.aliases = row.aliases, e.degree = 0
+ON MATCH SET e.aliases = reduce(acc = [], a IN e.aliases + row.aliases | CASE WHEN a IN acc THEN acc ELSE acc + a END)
+WITH e, row
+CALL (e, row) {
+    UNWIND [row.key] + e.aliases AS alias
+    MERGE (:Alias {user_id: row.user_id, alias: alias, entity_id: e.id})
+}
+WITH e, row WHERE row.embedding IS NOT NULL
+CALL db.create.setNodeVectorProperty(e, 'embedding', row.embedding)
+"""
+
+_EDGE_ENDS = {EDGE_MENTIONS: ("Memory", "Entity"), EDGE_RELATED: ("Entity", "Entity"), EDGE_NEXT: ("Memory", "Memory")}
+
+
+def _upsert_edges_cypher(edge_type: str) -> str:
+    src, dst = _EDGE_ENDS[edge_type]
+    weight = "r.weight + row.weight" if edge_type == EDGE_RELATED else "row.weight"
+    return f"""
+UNWIND $rows AS row
+MATCH (a:{src} {{id: row.src}})
+MATCH (b:{dst} {{id: row.dst}})
+MERGE (a)-[r:{edge_type} {{predicate: row.predicate}}]->(b)
+ON CREATE SET r.user_id = row.user_id, r.weight = row.weight, r.evidence = row.evidence, r.at = row.at
+ON MATCH SET r.weight = {weight}, r.evidence = coalesce(row.evidence, r.evidence), r.at = coalesce(row.at, r.at)
+RETURN collect(row.n) AS done
+"""
+
+
+_UPSERT_EDGES = {t: _upsert_edges_cypher(t) for t in EDGE_TYPES}
+
+_RECOUNT_DEGREES = """
+UNWIND $ids AS id
+MATCH (e:Entity {id: id})
+SET e.degree = COUNT { (e)<-[:MENTIONS]-() }
+"""
+
+_TOUCH = """
+UNWIND $ids AS id
+MATCH (m:Memory {id: id})
+SET m.access_count = m.access_count + 1, m.last_access = $at
+"""
+
+_CHANGED_STATUS = """
+UNWIND $ids AS id
+MATCH (m:Memory {id: id}) WHERE m.status <> $status
+RETURN m.id AS id, m.user_id AS user_id, m.terms AS terms
+"""
+
+_SET_STATUS = "UNWIND $ids AS id MATCH (m:Memory {id: id}) SET m.status = $status"
+
+_DELETE_MEMORY_EDGES = """
+CALL () {
+    UNWIND $ids AS id
+    MATCH (:Memory {id: id})-[r:MENTIONS|NEXT]-()
+    RETURN r
+    UNION
+    MATCH ()-[r:RELATED]->() WHERE r.evidence IN $ids
+    RETURN r
+}
+DELETE r
+RETURN count(r) AS n
+"""
+
+_DELETE_MEMORIES = """
+UNWIND $ids AS id
+MATCH (m:Memory {id: id})
+DETACH DELETE m
+RETURN count(m) AS n
+"""
+
+# Deleting a user: steps of at most $batch deletions each, so that a user of any size fits in
+# the server's transaction memory; a small user goes in one transaction.
+_DELETE_USER = [
+    ("edges", "MATCH ()-[r:MENTIONS]->() WHERE r.user_id = $user WITH r LIMIT $batch DELETE r RETURN count(r) AS n"),
+    ("edges", "MATCH ()-[r:RELATED]->() WHERE r.user_id = $user WITH r LIMIT $batch DELETE r RETURN count(r) AS n"),
+    ("edges", "MATCH ()-[r:NEXT]->() WHERE r.user_id = $user WITH r LIMIT $batch DELETE r RETURN count(r) AS n"),
+    # (a Term is found by a prefix seek on its (user_id, term) index: a second index on user_id
+    # alone tempts the planner to scan all of a user's terms in postings())
+    ("index_entries", "MATCH (t:Term) WHERE t.user_id = $user AND t.term IS NOT NULL"
+                      " MATCH (t)-[p:POSTING]->() WITH p LIMIT $batch DELETE p RETURN count(p) AS n"),
+    ("index_entries", "MATCH (t:Term) WHERE t.user_id = $user AND t.term IS NOT NULL"
+                      " WITH t LIMIT $batch DETACH DELETE t RETURN count(t) AS n"),
+    ("", "MATCH (x:Lexicon {user_id: $user}) DELETE x RETURN count(x) AS n"),
+    ("memories", "MATCH (m:Memory {user_id: $user}) WITH m LIMIT $batch DETACH DELETE m RETURN count(m) AS n"),
+    ("entities", "MATCH (e:Entity {user_id: $user}) WITH e LIMIT $batch DETACH DELETE e RETURN count(e) AS n"),
+    ("", "MATCH (a:Alias {user_id: $user}) WITH a LIMIT $batch DELETE a RETURN count(a) AS n"),
+]
+_DELETE_BATCH = 5_000
+
+_GET_MEMORIES = "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m " + _MEMORY_MAP + " AS m"
+_GET_MEMORIES_VECTORS = "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m " + _MEMORY_MAP_VECTORS + " AS m"
+
+_LAST_IN_SESSION = """
+MATCH (m:Memory {user_id: $user, session_id: $session})
+RETURN m.id AS id ORDER BY m.at DESC, m.created_at DESC, m.id DESC LIMIT 1
+"""
+
+_GET_ENTITIES = """
+UNWIND $keys AS key
+MATCH (a:Alias {user_id: $user, alias: key})
+MATCH (e:Entity {id: a.entity_id})
+RETURN DISTINCT e """ + _ENTITY_MAP + " AS e"
+
+_LIST_ENTITIES = "MATCH (e:Entity {user_id: $user}) RETURN e " + _ENTITY_MAP + " AS e, e.degree AS degree ORDER BY e.id"
+_ENTITY_DEGREES = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN e.id AS id, e.degree AS value"
+_ENTITY_NAMES = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN e.id AS id, e.name AS value"
+
+_USERS = """
+MATCH (m:Memory) RETURN DISTINCT m.user_id AS user
+UNION
+MATCH (e:Entity) RETURN DISTINCT e.user_id AS user
+"""
+
+_LEXICAL_STATS = """
+OPTIONAL MATCH (x:Lexicon {user_id: $user})
+CALL () {
+    UNWIND $terms AS term
+    MATCH (t:Term {user_id: $user, term: term})
+    RETURN collect([term, COUNT { (t)-[:POSTING]->() }]) AS df
+}
+RETURN x.n_docs AS n_docs, x.total_len AS total_len, df
+"""
+
+_POSTINGS = """
+UNWIND $terms AS term
+MATCH (:Term {user_id: $user, term: term})-[p:POSTING]->(m:Memory)
+RETURN term, collect(m.id) AS ids, collect(p.tf) AS tfs, collect(m.doc_len) AS lens
+"""
+
+_TOKEN_VECTORS = """
+UNWIND $ids AS id
+MATCH (m:Memory {id: id}) WHERE m.token_vectors IS NOT NULL
+RETURN m.id AS id, m.token_vectors AS blob
+"""
+
+
+def _nearest_cypher(label: str) -> dict[str, str]:
+    """The three statements of a vector search over ``label`` nodes (scores are ``(1 + cos) / 2``).
+
+    ``population``: the user's node count, capped at ``$probe``.  ``exact``: the top ``$k`` of a scan
+    over the user's nodes.  ``indexed``: ``$candidates`` approximate neighbours from the vector index
+    (``found`` of them, the farthest at index score ``floor``) and the exact top ``$k`` of those that
+    belong to the user (and have one of ``$statuses``).
+    """
+    status = " AND n.status IN $statuses" if label == "Memory" else ""
+    return {
+        "population": f"MATCH (n:{label} {{user_id: $user}}) WITH n LIMIT $probe RETURN count(n) AS population",
+        "exact": f"""
+MATCH (n:{label} {{user_id: $user}})
+WHERE n.embedding IS NOT NULL{status}
+WITH n, vector.similarity.cosine(n.embedding, $vector) AS s WHERE s IS NOT NULL
+ORDER BY s DESC LIMIT $k
+RETURN n.id AS id, s
+""",
+        "indexed": f"""
+CALL db.index.vector.queryNodes($index, $candidates, $vector) YIELD node, score
+WITH count(node) AS found, min(score) AS floor, collect(node) AS nodes
+CALL (nodes) {{
+    UNWIND nodes AS n
+    WITH n WHERE n.user_id = $user{status}
+    WITH n, vector.similarity.cosine(n.embedding, $vector) AS s WHERE s IS NOT NULL
+    ORDER BY s DESC LIMIT $k
+    RETURN collect([n.id, s]) AS hits
+}}
+RETURN found, floor, hits
+""",
+    }
+
+
+_NEAREST = {label: _nearest_cypher(label) for label in _VECTOR_INDEX}
+
+# (``coalesce`` keeps the user filter off the relationship index: with it, a planner working from
+# thin statistics seeks every edge of the user and joins on the frontier instead of expanding it)
+_EXPAND = """
+UNWIND $ids AS fid
+CALL (fid) {
+    MATCH (f:Memory {id: fid}) RETURN f
+    UNION
+    MATCH (f:Entity {id: fid}) WHERE $cap < 0 OR f.degree <= $cap RETURN f
+}
+CALL (f) {
+    MATCH (f)-[r:%(types)s]->(t) WHERE coalesce(r.user_id, '') = $user RETURN r, t
+    UNION ALL
+    MATCH (f)<-[r:%(types)s]-(t) WHERE coalesce(r.user_id, '') = $user RETURN r, t
+}
+WITH f, r, t, CASE WHEN t:Entity THEN t.degree ELSE 1 END AS degree
+WHERE $cap < 0 OR degree <= $cap
+RETURN f.id AS source, collect(t.id) AS targets, collect(type(r)) AS types, collect(r.weight) AS weights,
+       collect(degree) AS degrees, collect(r.predicate) AS predicates,
+       collect(CASE WHEN t:Entity THEN t.label ELSE '' END) AS labels
+"""
+
+_EXPORT_MEMORIES = "MATCH (m:Memory {user_id: $user}) RETURN m " + _MEMORY_MAP_VECTORS + " AS m"
+_EXPORT_ENTITIES = "MATCH (e:Entity {user_id: $user}) RETURN e " + _ENTITY_MAP_VECTORS + " AS e"
+_EXPORT_EDGES = """
+CALL () {
+    MATCH (a)-[r:MENTIONS]->(b) WHERE r.user_id = $user RETURN a, r, b
+    UNION ALL
+    MATCH (a)-[r:RELATED]->(b) WHERE r.user_id = $user RETURN a, r, b
+    UNION ALL
+    MATCH (a)-[r:NEXT]->(b) WHERE r.user_id = $user RETURN a, r, b
+}
+RETURN a.id AS src, type(r) AS type, b.id AS dst, r {.user_id, .weight, .predicate, .evidence, .at} AS r
+"""
+
+_STATS_USER = [
+    ("status", "MATCH (m:Memory {user_id: $user}) RETURN m.status AS key, count(*) AS n"),
+    ("entities", "MATCH (e:Entity {user_id: $user}) RETURN 'entities' AS key, count(e) AS n"),
+    ("edges", """
+CALL () {
+    MATCH ()-[r:MENTIONS]->() WHERE r.user_id = $user RETURN 'mentions' AS key, count(r) AS n
+    UNION ALL
+    MATCH ()-[r:RELATED]->() WHERE r.user_id = $user RETURN 'related' AS key, count(r) AS n
+    UNION ALL
+    MATCH ()-[r:NEXT]->() WHERE r.user_id = $user RETURN 'next' AS key, count(r) AS n
+}
+RETURN key, n"""),
+]
+_STATS_ALL = [
+    ("status", "MATCH (m:Memory) RETURN m.status AS key, count(*) AS n"),
+    ("entities", "MATCH (e:Entity) RETURN 'entities' AS key, count(e) AS n"),
+    ("edges", """
+CALL () {
+    MATCH ()-[r:MENTIONS]->() RETURN 'mentions' AS key, count(r) AS n
+    UNION ALL
+    MATCH ()-[r:RELATED]->() RETURN 'related' AS key, count(r) AS n
+    UNION ALL
+    MATCH ()-[r:NEXT]->() RETURN 'next' AS key, count(r) AS n
+}
+RETURN key, n"""),
+]
+
+
+# -- rows <-> records -------------------------------------------------------------------------------
+def _floats(blob: bytes) -> list[float]:
+    """A packed float32 vector as Python floats (exact: every float32 is a double)."""
+    return array("f", blob).tolist()
+
+
+def _blob(values: Sequence[float] | None) -> bytes | None:
+    return None if values is None else array("f", values).tobytes()
+
+
+def _iso(ts: float) -> str | None:
+    try:
+        return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _memory_row(m: MemoryRecord) -> dict[str, Any]:
+    return {
+        "props": {
+            "id": m.id, "user_id": m.user_id, "agent_id": m.agent_id, "session_id": m.session_id,
+            "text": m.text, "at": m.at, "at_iso": _iso(m.at), "created_at": m.created_at, "kind": m.kind,
+            "importance": m.importance, "status": m.status, "access_count": m.access_count,
+            "last_access": m.last_access, "metadata": m.metadata_json, "language": m.language,
+            "terms": list(m.terms), "doc_len": len(m.terms),
+            "token_vectors": None if m.token_vectors is None else bytes(m.token_vectors),
+        },
+        "embedding": None if m.embedding is None else _floats(m.embedding),
+    }
+
+
+def _memory_record(p: dict[str, Any], *, vectors: bool = False) -> MemoryRecord:
+    tv = p.get("token_vectors") if vectors else None
+    return MemoryRecord(
+        id=p["id"], user_id=p["user_id"], text=p["text"], at=p["at"], created_at=p["created_at"],
+        agent_id=p["agent_id"], session_id=p["session_id"], kind=p["kind"], importance=p["importance"],
+        status=p["status"], access_count=p["access_count"], last_access=p["last_access"],
+        metadata_json=p["metadata"], language=p["language"], terms=tuple(p["terms"] or ()),
+        embedding=_blob(p.get("embedding")) if vectors else None, token_vectors=None if tv is None else bytes(tv),
+    )
+
+
+def _entity_row(e: EntityRecord) -> dict[str, Any]:
+    return {
+        "id": e.id, "user_id": e.user_id, "name": e.name, "key": e.key, "label": e.label,
+        "aliases": list(dict.fromkeys(e.aliases)), "embedding": None if e.embedding is None else _floats(e.embedding),
+    }
+
+
+def _entity_record(p: dict[str, Any], *, vectors: bool = False) -> EntityRecord:
+    return EntityRecord(
+        id=p["id"], user_id=p["user_id"], name=p["name"], key=p["key"], label=p["label"],
+        aliases=tuple(p["aliases"] or ()), embedding=_blob(p.get("embedding")) if vectors else None,
+    )
+
+
+def _posting_rows(memories: Sequence[tuple[str, str, Sequence[str]]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Posting rows grouped by (user, term), sorted so that writers lock terms in one order, and totals."""
+    by_term: dict[tuple[str, str], tuple[list[str], list[int]]] = {}
+    totals: dict[str, list[int]] = {}
+    for mid, user, terms in memories:
+        for term, tf in Counter(terms).items():
+            ids, tfs = by_term.setdefault((user, term), ([], []))
+            ids.append(mid)
+            tfs.append(tf)
+        t = totals.setdefault(user, [0, 0])
+        t[0] += 1
+        t[1] += len(terms)
+    rows = [{"user": u, "term": t, "ids": ids, "tfs": tfs} for (u, t), (ids, tfs) in sorted(by_term.items())]
+    return rows, [{"user": u, "n": n, "len": length} for u, (n, length) in sorted(totals.items())]
+
+
+def _vector_dims(rows: Sequence[Record]) -> dict[str, int | None]:
+    """Dimensions of ripple's online vector indexes, by label, from ``SHOW INDEXES`` rows."""
+    dims: dict[str, int | None] = {label: None for label in _VECTOR_INDEX}
+    for r in rows:
+        for label, name in _VECTOR_INDEX.items():
+            if r["name"] == name and r["state"] == "ONLINE":
+                dims[label] = int((r["options"] or {}).get("indexConfig", {}).get("vector.dimensions"))
+    return dims
+
+
+def _plain(value: Any) -> Any:
+    """A query result value as plain Python (graph types become dicts and lists)."""
+    from neo4j.graph import Node, Path, Relationship
+
+    if isinstance(value, Node):
+        return {"_labels": sorted(value.labels), **{k: _plain(v) for k, v in value.items()}}
+    if isinstance(value, Relationship):
+        start = value.start_node.get("id") if value.start_node is not None else None
+        end = value.end_node.get("id") if value.end_node is not None else None
+        return {"_type": value.type, "_src": start, "_dst": end, **{k: _plain(v) for k, v in value.items()}}
+    if isinstance(value, Path):
+        return [_plain(x) for pair in zip(value.nodes, (*value.relationships, None)) for x in pair if x is not None]
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (str, int, float, bool, bytes)) or value is None:
+        return value
+    if hasattr(value, "iso_format"):
+        return value.iso_format()
+    return str(value)
+
+
+# -- the core: every operation as a plan ----------------------------------------------------------------
+class _Neo4jCore:
+    """Configuration and plans shared by the sync and async stores; no I/O happens here."""
+
+    uri: str
+
+    def __init__(self, uri: str, *, user: str, password: str | None, database: str | None) -> None:
+        self.uri = uri
+        self._auth = None if password is None else (user, password)
+        self._database = database
+        self._dims: dict[str, int | None] = {label: None for label in _VECTOR_INDEX}
+
+    def __repr__(self) -> str:
+        db = f", database={self._database!r}" if self._database else ""
+        return f"{type(self).__name__}({self.uri!r}{db})"
+
+    # -- open ----------------------------------------------------------------------------
+    def _plan_open(self) -> _Plan[None]:
+        def inspect() -> _Body[tuple[list[Record], Any]]:
+            indexes = yield _Stmt(_SHOW_SCHEMA, {})
+            meta = yield _Stmt(_META_READ, {})
+            return indexes, meta[0]["version"]
+
+        def create() -> _Body[None]:
+            for stmt in _SCHEMA:
+                yield _Stmt(stmt, {})
+
+        def meta() -> _Body[Any]:
+            rows = yield _Stmt(_META_WRITE, {"version": SCHEMA_VERSION})
+            return rows[0]["version"]
+
+        def await_indexes() -> _Body[list[Record]]:
+            yield _Stmt("CALL db.awaitIndexes(300)", {})
+            return (yield _Stmt(_SHOW_SCHEMA, {}))
+
+        indexes, version = yield _Tx(False, inspect)
+        if not _SCHEMA_NAMES <= {r["name"] for r in indexes}:
+            yield _Tx(True, create)
+            indexes = yield _Tx(False, await_indexes)
+        if version is None:
+            version = yield _Tx(True, meta)
+        if version != SCHEMA_VERSION:
+            raise SchemaError(f"the Neo4j store at {self.uri} has schema version {version},"
+                              f" this ripple reads version {SCHEMA_VERSION}")
+        self._dims = _vector_dims(indexes)
+
+    # -- vector indexes ---------------------------------------------------------------------
+    @staticmethod
+    def _batch_dims(batch: WriteBatch) -> dict[str, int]:
+        dims: dict[str, set[int]] = {"Memory": set(), "Entity": set()}
+        for m in batch.memories:
+            if m.embedding is not None:
+                dims["Memory"].add(len(m.embedding) // 4)
+        for e in batch.entities:
+            if e.embedding is not None:
+                dims["Entity"].add(len(e.embedding) // 4)
+        out: dict[str, int] = {}
+        for label, found in dims.items():
+            if len(found) > 1:
+                raise StoreError(f"one batch carries {label.lower()} embeddings of dimensions {sorted(found)}")
+            if found:
+                out[label] = found.pop()
+        return out
+
+    def _plan_vector_index(self, label: str, dim: int) -> _Plan[None]:
+        """Make the label's vector index exist with ``dim`` dimensions (or fail if vectors of another remain)."""
+        name = _VECTOR_INDEX[label]
+        create = (f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{label}) ON n.embedding OPTIONS"
+                  f" {{indexConfig: {{`vector.dimensions`: {int(dim)}, {_VECTOR_INDEX_CONFIG}}}}}")
+
+        def show() -> _Body[dict[str, int | None]]:
+            return _vector_dims((yield _Stmt(_SHOW_SCHEMA, {})))
+
+        def ddl(*stmts: str) -> Callable[[], _Body[None]]:
+            def body() -> _Body[None]:
+                for stmt in stmts:
+                    yield _Stmt(stmt, {})
+            return body
+
+        def settle() -> _Body[dict[str, int | None]]:
+            yield _Stmt("CALL db.awaitIndex($name, 300)", {"name": name})
+            return _vector_dims((yield _Stmt(_SHOW_SCHEMA, {})))
+
+        known = (yield _Tx(False, show))[label]
+        if known is None:
+            yield _Tx(True, ddl(create))
+            known = (yield _Tx(False, settle))[label]
+        if known != dim:
+            rows = yield _read(f"MATCH (n:{label}) WHERE n.embedding IS NOT NULL RETURN count(n) > 0 AS found LIMIT 1")
+            if rows and rows[0]["found"]:
+                raise StoreError(
+                    f"{label.lower()} embeddings of dimension {dim} cannot join the store's {known}-dimensional"
+                    f" vector index {name}; use the same embedding model, or another database"
+                )
+            yield _Tx(True, ddl(f"DROP INDEX {name} IF EXISTS"))
+            yield _Tx(True, ddl(create))
+            known = (yield _Tx(False, settle))[label]
+        self._dims[label] = known
+
+    # -- writes -------------------------------------------------------------------------------
+    def _plan_write(self, batch: WriteBatch, replace_mentions_of: Sequence[str]) -> _Plan[None]:
+        if not batch and not replace_mentions_of:
+            return
+        for edge in batch.edges:
+            if edge.type not in _EDGE_ENDS:
+                raise StoreError(f"unknown edge type {edge.type!r}; the Neo4j store knows {', '.join(EDGE_TYPES)}")
+        for label, dim in self._batch_dims(batch).items():
+            if self._dims[label] != dim:
+                yield from self._plan_vector_index(label, dim)
+        memories = list({m.id: m for m in batch.memories}.values())  # the last record of an id wins
+        memory_rows = [_memory_row(m) for m in memories]
+        postings, totals = _posting_rows([(m.id, m.user_id, m.terms) for m in memories if m.status == ACTIVE])
+        entity_rows = [_entity_row(e) for e in batch.entities]
+        edges: dict[str, list[dict[str, Any]]] = {}
+        for n, x in enumerate(batch.edges):
+            edges.setdefault(x.type, []).append({
+                "n": n, "src": x.src, "dst": x.dst, "predicate": x.predicate, "user_id": x.user_id,
+                "weight": x.weight, "evidence": x.evidence, "at": x.at,
+            })
+        replace = list(dict.fromkeys(replace_mentions_of))
+
+        def body() -> _Body[None]:
+            dirty: set[str] = set()
+            if replace:
+                dirty.update((yield _Stmt(_DROP_MENTIONS, {"ids": replace}))[0]["dirty"])
+            if memory_rows:
+                yield _Stmt(_REMOVE_POSTINGS, {"ids": [m.id for m in memories]})
+                yield _Stmt(_UPSERT_MEMORIES, {"rows": memory_rows})
+                if totals:
+                    yield _Stmt(_ADD_POSTINGS, {"rows": postings})
+                    yield _Stmt(_ADD_TOTALS, {"rows": totals})
+            if entity_rows:
+                yield _Stmt(_UPSERT_ENTITIES, {"rows": entity_rows})
+            for edge_type, rows in edges.items():
+                done = set((yield _Stmt(_UPSERT_EDGES[edge_type], {"rows": rows}))[0]["done"])
+                if len(done) < len(rows):
+                    missing = [r for r in rows if r["n"] not in done]
+                    src, dst = _EDGE_ENDS[edge_type]
+                    raise StoreError(
+                        f"{len(missing)} {edge_type} edge(s) of the batch join nodes that do not exist"
+                        f" (first: {src} {missing[0]['src']!r} -> {dst} {missing[0]['dst']!r}); nothing was written"
+                    )
+                if edge_type == EDGE_MENTIONS:
+                    dirty.update(r["dst"] for r in rows)
+            if dirty:
+                yield _Stmt(_RECOUNT_DEGREES, {"ids": sorted(dirty)})
+
+        yield _Tx(True, body)
+
+    def _plan_touch(self, memory_ids: Sequence[str], at: float) -> _Plan[None]:
+        if memory_ids:
+            yield _write(_TOUCH, ids=list(memory_ids), at=at)
+
+    def _plan_set_status(self, memory_ids: Sequence[str], status: str) -> _Plan[int]:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return 0
+
+        def body() -> _Body[int]:
+            changed = yield _Stmt(_CHANGED_STATUS, {"ids": ids, "status": status})
+            if not changed:
+                return 0
+            changed_ids = [r["id"] for r in changed]
+            yield _Stmt(_REMOVE_POSTINGS, {"ids": changed_ids})
+            yield _Stmt(_SET_STATUS, {"ids": changed_ids, "status": status})
+            if status == ACTIVE:
+                postings, totals = _posting_rows([(r["id"], r["user_id"], r["terms"] or ()) for r in changed])
+                yield _Stmt(_ADD_POSTINGS, {"rows": postings})
+                yield _Stmt(_ADD_TOTALS, {"rows": totals})
+            return len(changed)
+
+        return (yield _Tx(True, body))
+
+    def _plan_delete_memories(self, memory_ids: Sequence[str]) -> _Plan[dict[str, int]]:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return {"memories": 0, "edges": 0}
+
+        def body() -> _Body[dict[str, int]]:
+            yield _Stmt(_REMOVE_POSTINGS, {"ids": ids})
+            dirty = (yield _Stmt(_MENTIONED, {"ids": ids}))[0]["dirty"]
+            edges = (yield _Stmt(_DELETE_MEMORY_EDGES, {"ids": ids}))[0]["n"]
+            memories = (yield _Stmt(_DELETE_MEMORIES, {"ids": ids}))[0]["n"]
+            if dirty:
+                yield _Stmt(_RECOUNT_DEGREES, {"ids": sorted(dirty)})
+            return {"memories": memories, "edges": edges}
+
+        return (yield _Tx(True, body))
+
+    def _plan_delete_user(self, user_id: str) -> _Plan[dict[str, int]]:
+        counts: Counter[str] = Counter()
+        step = 0
+        while step < len(_DELETE_USER):
+
+            def body(start: int = step) -> _Body[tuple[Counter[str], int]]:
+                done: Counter[str] = Counter()
+                for i in range(start, len(_DELETE_USER)):
+                    key, stmt = _DELETE_USER[i]
+                    n = (yield _Stmt(stmt, {"user": user_id, "batch": _DELETE_BATCH}))[0]["n"]
+                    done[key] += n
+                    if n >= _DELETE_BATCH:  # maybe more of this step: commit, go on in a new transaction
+                        return done, i
+                return done, len(_DELETE_USER)
+
+            done, step = yield _Tx(True, body)
+            counts.update(done)
+        return {k: counts[k] for k in ("memories", "entities", "edges", "index_entries")}
+
+    # -- reads -----------------------------------------------------------------------------------
+    def _plan_get_memories(self, memory_ids: Sequence[str], with_vectors: bool) -> _Plan[list[MemoryRecord]]:
+        ids = list(memory_ids)
+        if not ids:
+            return []
+        rows = yield _read(_GET_MEMORIES_VECTORS if with_vectors else _GET_MEMORIES, ids=list(dict.fromkeys(ids)))
+        found = {r["m"]["id"]: _memory_record(r["m"], vectors=with_vectors) for r in rows}
+        return [found[i] for i in ids if i in found]
+
+    def _plan_list_memories(
+        self, user_id: str, session_id: str | None, statuses: Sequence[str] | None, limit: int | None, offset: int
+    ) -> _Plan[list[MemoryRecord]]:
+        match = "MATCH (m:Memory {user_id: $user" + (", session_id: $session}" if session_id is not None else "}") + ")"
+        where = " WHERE m.status IN $statuses" if statuses is not None else ""
+        page = " SKIP $offset" + (" LIMIT $limit" if limit is not None else "")
+        cypher = f"{match}{where} RETURN m {_MEMORY_MAP} AS m ORDER BY m.at, m.created_at, m.id{page}"
+        rows = yield _read(cypher, user=user_id, session=session_id, statuses=list(statuses or ()),
+                           offset=max(0, offset), limit=limit)
+        return [_memory_record(r["m"]) for r in rows]
+
+    def _plan_last_memory_in_session(self, user_id: str, session_id: str) -> _Plan[str | None]:
+        rows = yield _read(_LAST_IN_SESSION, user=user_id, session=session_id)
+        return str(rows[0]["id"]) if rows else None
+
+    def _plan_get_entities(self, user_id: str, keys: Sequence[str]) -> _Plan[list[EntityRecord]]:
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return []
+        rows = yield _read(_GET_ENTITIES, user=user_id, keys=keys)
+        return sorted((_entity_record(r["e"]) for r in rows), key=lambda e: e.id)
+
+    def _plan_list_entities(self, user_id: str) -> _Plan[list[tuple[EntityRecord, int]]]:
+        rows = yield _read(_LIST_ENTITIES, user=user_id)
+        return [(_entity_record(r["e"]), int(r["degree"])) for r in rows]
+
+    def _plan_entity_values(self, cypher: str, entity_ids: Sequence[str]) -> _Plan[dict[str, Any]]:
+        ids = list(dict.fromkeys(entity_ids))
+        if not ids:
+            return {}
+        return {r["id"]: r["value"] for r in (yield _read(cypher, ids=ids))}
+
+    def _plan_users(self) -> _Plan[list[str]]:
+        return sorted(r["user"] for r in (yield _read(_USERS)))
+
+    # -- search ------------------------------------------------------------------------------------
+    def _plan_nearest(
+        self, label: str, user_id: str, vector: "np.ndarray", k: int, statuses: Sequence[str] = ()
+    ) -> _Plan[list[tuple[str, float]]]:
+        if k <= 0:
+            return []
+        import numpy as np
+
+        query = np.asarray(vector, dtype=np.float32).tolist()
+        params: dict[str, Any] = {"user": user_id, "vector": query, "k": int(k), "statuses": list(statuses),
+                                  "probe": _EXACT_SCAN_BELOW, "index": _VECTOR_INDEX[label]}
+        cypher = _NEAREST[label]
+
+        def body() -> _Body[list[Any]]:
+            if self._dims[label] is None:  # another client may have created the index since we looked
+                self._dims[label] = _vector_dims((yield _Stmt(_SHOW_SCHEMA, {})))[label]
+            dim = self._dims[label]
+            if dim is not None and dim != len(query):
+                raise StoreError(f"the query vector has {len(query)} dimensions, the store's"
+                                 f" {label.lower()} vectors have {dim}")
+            exact = _Stmt(cypher["exact"], params)
+            if dim is None or (yield _Stmt(cypher["population"], params))[0]["population"] < _EXACT_SCAN_BELOW:
+                return [(r["id"], r["s"]) for r in (yield exact)]
+            candidates = max(4 * k, 64)
+            while True:
+                row = (yield _Stmt(cypher["indexed"], {**params, "candidates": candidates}))[0]
+                hits = row["hits"]
+                if row["found"] < candidates:  # the index holds fewer nodes: all of them were scored
+                    return hits  # type: ignore[no-any-return]
+                if len(hits) >= k and hits[k - 1][1] >= row["floor"]:
+                    # the k-th hit is nearer than the farthest candidate, so whatever is nearer
+                    # than the k-th hit was a candidate too (as far as the index is exact)
+                    return hits  # type: ignore[no-any-return]
+                if candidates >= _MAX_CANDIDATES:
+                    return [(r["id"], r["s"]) for r in (yield exact)]
+                candidates = min(candidates * 8, _MAX_CANDIDATES)
+
+        hits = yield _Tx(False, body)
+        ranked = sorted(((str(i), 2.0 * float(s) - 1.0) for i, s in hits), key=lambda h: (-h[1], h[0]))
+        return ranked[:k]
+
+    def _plan_lexical_stats(self, user_id: str, terms: Sequence[str]) -> _Plan[tuple[int, float, dict[str, int]]]:
+        rows = yield _read(_LEXICAL_STATS, user=user_id, terms=list(dict.fromkeys(terms)))
+        n_docs, total = int(rows[0]["n_docs"] or 0), int(rows[0]["total_len"] or 0)
+        df = {term: int(n) for term, n in rows[0]["df"] if n > 0}
+        return n_docs, (total / n_docs if n_docs else 0.0), df
+
+    def _plan_postings(self, user_id: str, terms: Sequence[str]) -> _Plan[list[tuple[str, str, int, int]]]:
+        terms = list(dict.fromkeys(terms))
+        if not terms:
+            return []
+        rows = yield _read(_POSTINGS, user=user_id, terms=terms)
+        return [
+            (r["term"], mid, int(tf), int(n))
+            for r in rows for mid, tf, n in zip(r["ids"], r["tfs"], r["lens"])
+        ]
+
+    def _plan_token_vectors(self, memory_ids: Sequence[str]) -> _Plan[dict[str, bytes]]:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return {}
+        return {r["id"]: bytes(r["blob"]) for r in (yield _read(_TOKEN_VECTORS, ids=ids))}
+
+    # -- graph -------------------------------------------------------------------------------------
+    def _plan_expand(
+        self, user_id: str, frontier: Sequence[str], edge_types: Sequence[str], max_degree: int | None
+    ) -> _Plan[list[Neighbor]]:
+        ids = list(dict.fromkeys(frontier))
+        types = [t for t in dict.fromkeys(edge_types) if t in _EDGE_ENDS]  # unknown types have no edges
+        if not ids or not types:
+            return []
+        cypher = _EXPAND % {"types": "|".join(types)}
+        rows = yield _read(cypher, ids=ids, user=user_id, cap=-1 if max_degree is None else int(max_degree))
+        return [
+            Neighbor(r["source"], t, typ, float(w), int(d), p, lab)
+            for r in rows
+            for t, typ, w, d, p, lab in zip(r["targets"], r["types"], r["weights"], r["degrees"],
+                                            r["predicates"], r["labels"])
+        ]
+
+    # -- housekeeping --------------------------------------------------------------------------------
+    def _plan_export(self, user_id: str) -> _Plan[list[MemoryRecord | EntityRecord | EdgeRecord]]:
+        def body() -> _Body[list[MemoryRecord | EntityRecord | EdgeRecord]]:
+            mems = [_memory_record(r["m"], vectors=True) for r in (yield _Stmt(_EXPORT_MEMORIES, {"user": user_id}))]
+            ents = [_entity_record(r["e"], vectors=True) for r in (yield _Stmt(_EXPORT_ENTITIES, {"user": user_id}))]
+            edges = [
+                EdgeRecord(src=r["src"], type=r["type"], dst=r["dst"], user_id=r["r"]["user_id"],
+                           weight=r["r"]["weight"], predicate=r["r"]["predicate"], evidence=r["r"]["evidence"],
+                           at=r["r"]["at"])
+                for r in (yield _Stmt(_EXPORT_EDGES, {"user": user_id}))
+            ]
+            # Python orders strings by code point, as SQLite's BINARY collation orders UTF-8 bytes.
+            mems.sort(key=lambda m: (m.at, m.created_at, m.id))
+            ents.sort(key=lambda e: e.id)
+            edges.sort(key=lambda x: (x.type, x.src, x.dst, x.predicate))
+            return [*mems, *ents, *edges]
+
+        return (yield _Tx(False, body))
+
+    def _plan_stats(self, user_id: str | None) -> _Plan[dict[str, int]]:
+        def body() -> _Body[dict[str, int]]:
+            out = {"memories": 0, "entities": 0}
+            for kind, stmt in (_STATS_ALL if user_id is None else _STATS_USER):
+                for r in (yield _Stmt(stmt, {"user": user_id})):
+                    if kind == "status":
+                        out["memories"] += r["n"]
+                        out[f"memories_{r['key']}"] = r["n"]
+                    elif kind == "edges":
+                        out[f"edges_{r['key']}"] = r["n"]
+                    else:
+                        out["entities"] = r["n"]
+            if user_id is None:
+                out["users"] = len((yield _Stmt(_USERS, {})))
+            else:
+                out["users"] = 1
+            return out
+
+        return (yield _Tx(False, body))
+
+    def _plan_cypher(
+        self, query: str, params: dict[str, Any] | None, write: bool
+    ) -> _Plan[tuple[list[str], list[list[Any]]]]:
+        def body() -> _Body[tuple[list[str], list[list[Any]]]]:
+            rows = yield _Stmt(query, dict(params or {}))
+            keys = list(rows[0].keys()) if rows else []
+            return keys, [[_plain(v) for v in r.values()] for r in rows]
+
+        return (yield _Tx(write, body))
+
+
+def _with_edge_defaults(out: dict[str, int]) -> dict[str, int]:
+    for typ in ("mentions", "related", "next"):
+        out.setdefault(f"edges_{typ}", 0)
+    return out
+
+
+# -- the synchronous store -----------------------------------------------------------------------------
+class Neo4jStore(_Neo4jCore):
+    """ripple's graph on a Neo4j 5 server (sync API, the official ``neo4j`` driver).
+
+    Parameters
+    ----------
+    uri:
+        ``bolt://host:7687`` for one server, ``neo4j://host:7687`` for a cluster
+        (reads go to followers), or their ``+s``/``+ssc`` TLS variants.
+    user, password:
+        Credentials (``RIPPLE_NEO4J_USER`` / ``RIPPLE_NEO4J_PASSWORD`` in settings).
+    database:
+        Database name; the server's default database when ``None``.
+    **driver_options:
+        Passed to ``neo4j.GraphDatabase.driver`` (timeouts, pool size, TLS).
+
+    Raises
+    ------
+    StoreUnavailable
+        The server cannot be reached or rejects the credentials.
+    SchemaError
+        The database holds a ripple graph of another schema version.
+
+    Examples
+    --------
+    >>> store = Neo4jStore("bolt://127.0.0.1:7687", password="secret")      # doctest: +SKIP
+    >>> store.stats()["memories"]                                             # doctest: +SKIP
+    0
+    """
+
+    def __init__(
+        self, uri: str, *, user: str = "neo4j", password: str | None = None, database: str | None = None,
+        **driver_options: Any,
+    ) -> None:
+        super().__init__(uri, user=user, password=password, database=database)
+        import neo4j
+
+        driver_options.setdefault("notifications_min_severity", "OFF")  # no "unknown label" chatter in logs
+        with _map_errors(uri, opening=True):
+            self._driver: Driver = neo4j.GraphDatabase.driver(uri, auth=self._auth, **driver_options)
+        self._bookmarks = neo4j.GraphDatabase.bookmark_manager()
+        self._closed = False
+        try:
+            with _map_errors(uri, opening=True):
+                self._driver.verify_connectivity()
+                self._drive(self._plan_open(), opening=True)
+        except BaseException:
+            self._driver.close()
+            raise
+
+    def __enter__(self) -> "Neo4jStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _drive(self, plan: _Plan[T], *, opening: bool = False) -> T:
+        """Run a plan: each transaction it yields, in one session, with the driver's retries."""
+        with _map_errors(self.uri, opening=opening), self._driver.session(
+            database=self._database, bookmark_manager=self._bookmarks
+        ) as session:
+            value: Any = None
+            while True:
+                try:
+                    step = plan.send(value)
+                except StopIteration as done:
+                    return done.value  # type: ignore[no-any-return]
+                run = session.execute_write if step.write else session.execute_read
+                value = run(_run_body, step.body)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._driver.close()
+
+    # -- the protocol: one plan each --------------------------------------------------------------
+    def write(self, batch: WriteBatch, *, replace_mentions_of: Sequence[str] = ()) -> None:
+        return self._drive(self._plan_write(batch, replace_mentions_of))
+
+    def touch(self, memory_ids: Sequence[str], at: float) -> None:
+        return self._drive(self._plan_touch(memory_ids, at))
+
+    def set_status(self, memory_ids: Sequence[str], status: str) -> int:
+        return self._drive(self._plan_set_status(memory_ids, status))
+
+    def delete_memories(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        return self._drive(self._plan_delete_memories(memory_ids))
+
+    def delete_user(self, user_id: str) -> dict[str, int]:
+        return self._drive(self._plan_delete_user(user_id))
+
+    def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
+        return self._drive(self._plan_get_memories(memory_ids, with_vectors))
+
+    def list_memories(
+        self, user_id: str, *, session_id: str | None = None, statuses: Sequence[str] | None = None,
+        limit: int | None = None, offset: int = 0,
+    ) -> list[MemoryRecord]:
+        return self._drive(self._plan_list_memories(user_id, session_id, statuses, limit, offset))
+
+    def last_memory_in_session(self, user_id: str, session_id: str) -> str | None:
+        return self._drive(self._plan_last_memory_in_session(user_id, session_id))
+
+    def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
+        return self._drive(self._plan_get_entities(user_id, keys))
+
+    def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]:
+        return self._drive(self._plan_list_entities(user_id))
+
+    def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
+        return self._drive(self._plan_entity_values(_ENTITY_DEGREES, entity_ids))
+
+    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
+        return self._drive(self._plan_entity_values(_ENTITY_NAMES, entity_ids))
+
+    def users(self) -> list[str]:
+        return self._drive(self._plan_users())
+
+    def nearest_memories(
+        self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
+    ) -> list[tuple[str, float]]:
+        return self._drive(self._plan_nearest("Memory", user_id, vector, k, statuses))
+
+    def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
+        return self._drive(self._plan_nearest("Entity", user_id, vector, k))
+
+    def lexical_stats(self, user_id: str, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]:
+        return self._drive(self._plan_lexical_stats(user_id, terms))
+
+    def postings(self, user_id: str, terms: Sequence[str]) -> list[tuple[str, str, int, int]]:
+        return self._drive(self._plan_postings(user_id, terms))
+
+    def token_vectors(self, memory_ids: Sequence[str]) -> dict[str, bytes]:
+        return self._drive(self._plan_token_vectors(memory_ids))
+
+    def expand(
+        self, user_id: str, frontier: Sequence[str], edge_types: Sequence[str], *, max_degree: int | None = None
+    ) -> list[Neighbor]:
+        return self._drive(self._plan_expand(user_id, frontier, edge_types, max_degree))
+
+    def export(self, user_id: str) -> Iterator[MemoryRecord | EntityRecord | EdgeRecord]:
+        yield from self._drive(self._plan_export(user_id))
+
+    def stats(self, user_id: str | None = None) -> dict[str, int]:
+        return _with_edge_defaults(self._drive(self._plan_stats(user_id)))
+
+    def cypher(
+        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False
+    ) -> tuple[list[str], list[list[Any]]]:
+        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows."""
+        return self._drive(self._plan_cypher(query, params, write))
+
+
+# -- the asynchronous store: the same plans, awaited -------------------------------------------------------
+class AsyncNeo4jStore(_Neo4jCore):
+    """The async twin of :class:`Neo4jStore` (``neo4j.AsyncGraphDatabase``).
+
+    The constructor does no I/O: ``await store.open()`` (or ``async with``)
+    connects, checks the credentials and the schema; the first call opens the
+    store otherwise.  Close with ``await store.aclose()``.
+
+    Examples
+    --------
+    >>> async with AsyncNeo4jStore("bolt://127.0.0.1:7687", password="secret") as store:  # doctest: +SKIP
+    ...     print(await store.users())
+    """
+
+    def __init__(
+        self, uri: str, *, user: str = "neo4j", password: str | None = None, database: str | None = None,
+        **driver_options: Any,
+    ) -> None:
+        super().__init__(uri, user=user, password=password, database=database)
+        import neo4j
+
+        driver_options.setdefault("notifications_min_severity", "OFF")
+        with _map_errors(uri, opening=True):
+            self._driver: AsyncDriver = neo4j.AsyncGraphDatabase.driver(uri, auth=self._auth, **driver_options)
+        self._bookmarks = neo4j.AsyncGraphDatabase.bookmark_manager()
+        self._closed = False
+        self._opened = False
+
+    async def open(self) -> "AsyncNeo4jStore":
+        """Connect, authenticate and check (or create) the schema; idempotent."""
+        if not self._opened:
+            with _map_errors(self.uri, opening=True):
+                await self._driver.verify_connectivity()
+                await self._drive(self._plan_open(), opening=True)
+            self._opened = True
+        return self
+
+    async def __aenter__(self) -> "AsyncNeo4jStore":
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _drive(self, plan: _Plan[T], *, opening: bool = False) -> T:
+        if not self._opened and not opening:
+            await self.open()
+        with _map_errors(self.uri, opening=opening):
+            async with self._driver.session(database=self._database, bookmark_manager=self._bookmarks) as session:
+                value: Any = None
+                while True:
+                    try:
+                        step = plan.send(value)
+                    except StopIteration as done:
+                        return done.value  # type: ignore[no-any-return]
+                    run = session.execute_write if step.write else session.execute_read
+                    value = await run(_arun_body, step.body)
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._driver.close()
+
+    close = aclose
+
+    # -- the protocol: one plan each --------------------------------------------------------------
+    async def write(self, batch: WriteBatch, *, replace_mentions_of: Sequence[str] = ()) -> None:
+        return await self._drive(self._plan_write(batch, replace_mentions_of))
+
+    async def touch(self, memory_ids: Sequence[str], at: float) -> None:
+        return await self._drive(self._plan_touch(memory_ids, at))
+
+    async def set_status(self, memory_ids: Sequence[str], status: str) -> int:
+        return await self._drive(self._plan_set_status(memory_ids, status))
+
+    async def delete_memories(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        return await self._drive(self._plan_delete_memories(memory_ids))
+
+    async def delete_user(self, user_id: str) -> dict[str, int]:
+        return await self._drive(self._plan_delete_user(user_id))
+
+    async def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
+        return await self._drive(self._plan_get_memories(memory_ids, with_vectors))
+
+    async def list_memories(
+        self, user_id: str, *, session_id: str | None = None, statuses: Sequence[str] | None = None,
+        limit: int | None = None, offset: int = 0,
+    ) -> list[MemoryRecord]:
+        return await self._drive(self._plan_list_memories(user_id, session_id, statuses, limit, offset))
+
+    async def last_memory_in_session(self, user_id: str, session_id: str) -> str | None:
+        return await self._drive(self._plan_last_memory_in_session(user_id, session_id))
+
+    async def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
+        return await self._drive(self._plan_get_entities(user_id, keys))
+
+    async def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]:
+        return await self._drive(self._plan_list_entities(user_id))
+
+    async def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
+        return await self._drive(self._plan_entity_values(_ENTITY_DEGREES, entity_ids))
+
+    async def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
+        return await self._drive(self._plan_entity_values(_ENTITY_NAMES, entity_ids))
+
+    async def users(self) -> list[str]:
+        return await self._drive(self._plan_users())
+
+    async def nearest_memories(
+        self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
+    ) -> list[tuple[str, float]]:
+        return await self._drive(self._plan_nearest("Memory", user_id, vector, k, statuses))
+
+    async def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
+        return await self._drive(self._plan_nearest("Entity", user_id, vector, k))
+
+    async def lexical_stats(self, user_id: str, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]:
+        return await self._drive(self._plan_lexical_stats(user_id, terms))
+
+    async def postings(self, user_id: str, terms: Sequence[str]) -> list[tuple[str, str, int, int]]:
+        return await self._drive(self._plan_postings(user_id, terms))
+
+    async def token_vectors(self, memory_ids: Sequence[str]) -> dict[str, bytes]:
+        return await self._drive(self._plan_token_vectors(memory_ids))
+
+    async def expand(
+        self, user_id: str, frontier: Sequence[str], edge_types: Sequence[str], *, max_degree: int | None = None
+    ) -> list[Neighbor]:
+        return await self._drive(self._plan_expand(user_id, frontier, edge_types, max_degree))
+
+    async def export(self, user_id: str) -> AsyncIterator[MemoryRecord | EntityRecord | EdgeRecord]:
+        for record in await self._drive(self._plan_export(user_id)):
+            yield record
+
+    async def stats(self, user_id: str | None = None) -> dict[str, int]:
+        return _with_edge_defaults(await self._drive(self._plan_stats(user_id)))
+
+    async def cypher(
+        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False
+    ) -> tuple[list[str], list[list[Any]]]:
+        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows."""
+        return await self._drive(self._plan_cypher(query, params, write))
