@@ -741,11 +741,11 @@ class SQLiteStore:
                     # outgoing: frontier is the source
                     "SELECT e.src, e.dst, e.type, e.weight, e.predicate, COALESCE(t.degree, 1), COALESCE(t.label, '')"
                     " FROM edges e LEFT JOIN entities s ON s.id = e.src LEFT JOIN entities t ON t.id = e.dst"
-                    f" WHERE e.src IN ({q}) AND e.type IN ({tq}) AND e.user_id = ?",
+                    f" WHERE e.src IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?",
                     # incoming: frontier is the destination
                     "SELECT e.dst, e.src, e.type, e.weight, e.predicate, COALESCE(s.degree, 1), COALESCE(s.label, '')"
                     " FROM edges e LEFT JOIN entities s ON s.id = e.src LEFT JOIN entities t ON t.id = e.dst"
-                    f" WHERE e.dst IN ({q}) AND e.type IN ({tq}) AND e.user_id = ?",
+                    f" WHERE e.dst IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?",
                 ):
                     for src, dst, typ, w, pred, tdeg, label in db.execute(sql, (*chunk, *types, user_id)):
                         if cap >= 0 and tdeg > cap:
