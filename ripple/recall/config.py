@@ -83,7 +83,7 @@ class SpreadConfig(_Config):
     hub_damping: float = Field(1.0, ge=0, description="exponent of the degree divisor; 0 turns damping off")
     entity_aggregate: str = Field("sum", pattern="^(max|sum)$", description="sum over bridges, or the strongest one")
     degree_offset: int = Field(0, ge=0, description="subtracted from an entity's degree before damping")
-    max_degree: int | None = Field(None, ge=1, description="entities above this degree are not walked")
+    max_degree: int | None = Field(200, ge=1, description="entities above this degree are not walked")
     max_degree_ratio: float = Field(0.2, gt=0, le=1, description="... nor those mentioned by more than this share")
     min_hub_degree: int = Field(50, ge=2, description="the share cut-off never goes below this degree")
     entity_labels: tuple[str, ...] | None = Field(
