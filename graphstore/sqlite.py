@@ -142,6 +142,25 @@ class _VectorCache:
     status: list[str]
 
 
+def _apply_rows(cache: _VectorCache, rows: Sequence[tuple[str, bytes, str]]) -> None:
+    """Replace or append ``(id, float32 vector bytes, status)`` rows in a loaded vector cache."""
+    import numpy as np
+
+    new_rows = []
+    for rid, blob, status in rows:
+        vec = np.frombuffer(blob, dtype=np.float32)
+        if rid in cache.index:
+            cache.matrix[cache.index[rid]] = vec
+            cache.status[cache.index[rid]] = status
+        else:
+            cache.index[rid] = len(cache.ids)
+            cache.ids.append(rid)
+            cache.status.append(status)
+            new_rows.append(vec)
+    if new_rows:
+        cache.matrix = np.vstack([cache.matrix, *new_rows])
+
+
 def _chunks(seq: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
     for i in range(0, len(seq), size):
         yield seq[i : i + size]
@@ -576,42 +595,15 @@ class SQLiteStore:
 
     def _update_vector_caches(self, batch: WriteBatch, users: set[str]) -> None:
         """Keep loaded vector caches in step with a committed batch (append or replace rows)."""
-        import numpy as np
-
         for user in users:
             cache = self._vectors.get(user)
             if cache is not None:
-                new_rows = []
-                for m in batch.memories:
-                    if m.user_id != user or m.embedding is None:
-                        continue
-                    vec = np.frombuffer(m.embedding, dtype=np.float32)
-                    if m.id in cache.index:
-                        cache.matrix[cache.index[m.id]] = vec
-                        cache.status[cache.index[m.id]] = m.status
-                    else:
-                        cache.index[m.id] = len(cache.ids)
-                        cache.ids.append(m.id)
-                        cache.status.append(m.status)
-                        new_rows.append(vec)
-                if new_rows:
-                    cache.matrix = np.vstack([cache.matrix, *new_rows])
+                _apply_rows(cache, [(m.id, m.embedding, m.status) for m in batch.memories
+                                    if m.user_id == user and m.embedding is not None])
             ecache = self._entity_vectors.get(user)
             if ecache is not None:
-                new_rows = []
-                for e in batch.entities:
-                    if e.user_id != user or e.embedding is None:
-                        continue
-                    vec = np.frombuffer(e.embedding, dtype=np.float32)
-                    if e.id in ecache.index:
-                        ecache.matrix[ecache.index[e.id]] = vec
-                    else:
-                        ecache.index[e.id] = len(ecache.ids)
-                        ecache.ids.append(e.id)
-                        ecache.status.append(ACTIVE)
-                        new_rows.append(vec)
-                if new_rows:
-                    ecache.matrix = np.vstack([ecache.matrix, *new_rows])
+                _apply_rows(ecache, [(e.id, e.embedding, ACTIVE) for e in batch.entities
+                                     if e.user_id == user and e.embedding is not None])
 
     def nearest_memories(
         self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
