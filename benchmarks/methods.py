@@ -185,10 +185,15 @@ class RippleMethod:
         name: str | None = None,
         chunk_size: int = 2_048,
         progress: bool = True,
+        store: str | None = None,
+        embedder: str | None = None,
     ) -> None:
         self.mode = mode
         self.overrides = dict(config_overrides or {})
-        self.name = name or mode
+        self.store = store  # a bolt:// or neo4j:// URI; None = a temporary embedded store
+        self.embedder = embedder  # e.g. "hash-384" for model-free scale runs; None = the default model
+        suffix = ("@neo4j" if store else "") + (f"+{embedder}" if embedder else "")
+        self.name = (name or mode) + suffix
         self.chunk_size = chunk_size
         self.progress = progress
         self._mem: Any = None
@@ -232,14 +237,17 @@ class RippleMethod:
 
         self.close()
         self._recall_config = self._build_config()
-        key = (dataset.name, dataset.n_docs, id(dataset))
+        key = (dataset.name, dataset.n_docs, id(dataset), self.store or "", self.embedder or "")
         shared = _SHARED_STORES.get(key)
         if shared is not None:  # same data, same write path: only the recall plan differs
             self._dir, self._stored, self._ingest_s = shared
-            self._mem = Memory(path=self._dir, config=self._recall_config)
+            self._mem = self._open(self._dir)
             return
-        self._dir = tempfile.mkdtemp(prefix=f"ripple-bench-{dataset.name}-")
-        self._mem = Memory(path=self._dir, config=self._recall_config)
+        self._dir = self.store or tempfile.mkdtemp(prefix=f"ripple-bench-{dataset.name}-")
+        self._mem = self._open(self._dir)
+        if self.store:  # a server: start from an empty graph for this dataset's users
+            for user in sorted({d.user_id for d in dataset.docs}):
+                self._mem.delete_all(user_id=user)
         t0 = time.perf_counter()
         self._ingest(dataset)
         self._ingest_s = time.perf_counter() - t0
@@ -248,6 +256,16 @@ class RippleMethod:
     def ingest_seconds(self) -> float | None:
         """Seconds the (possibly shared) store took to ingest the dataset."""
         return self._ingest_s
+
+    def _open(self, where: str) -> Any:
+        from ripple import Memory, RippleSettings
+
+        kwargs: dict[str, Any] = {"config": self._recall_config}
+        if self.embedder:
+            kwargs["embedder"] = self.embedder
+        if self.store:
+            return Memory(store=where, settings=RippleSettings(), **kwargs)
+        return Memory(path=where, **kwargs)
 
     def _ingest(self, dataset: Dataset) -> None:
         from tqdm import tqdm
@@ -287,7 +305,7 @@ class RippleMethod:
         return [h.memory.metadata["doc_id"] for h in res.hits]
 
     def store_bytes(self) -> int | None:
-        if not self._dir:
+        if not self._dir or self.store:
             return None
         total = 0
         for root, _dirs, files in os.walk(self._dir):
@@ -307,13 +325,14 @@ class RippleMethod:
 
 #: Ingested stores shared by the ripple-family methods of one run, keyed by dataset:
 #: ingest once, recall with every mode and ablation (removed at exit).
-_SHARED_STORES: dict[tuple[str, int, int], tuple[str, int, float]] = {}
+_SHARED_STORES: dict[tuple[str, int, int, str, str], tuple[str, int, float]] = {}
 
 
 @atexit.register
 def _remove_shared_stores() -> None:
     for folder, _, _ in _SHARED_STORES.values():
-        shutil.rmtree(folder, ignore_errors=True)
+        if "://" not in folder:  # never touch a server's data here
+            shutil.rmtree(folder, ignore_errors=True)
     _SHARED_STORES.clear()
 
 
@@ -350,10 +369,13 @@ METHODS: dict[str, Callable[[], Method]] = {
 }
 
 
-def make_method(name: str) -> Method:
-    """A fresh method instance from :data:`METHODS`."""
+def make_method(name: str, *, store: str | None = None, embedder: str | None = None) -> Method:
+    """A fresh method instance from :data:`METHODS`; ``store``/``embedder`` apply to ripple's methods."""
     try:
         factory = METHODS[name]
     except KeyError:
         raise ValueError(f"unknown method {name!r}; known: {', '.join(METHODS)}") from None
-    return factory()
+    method = factory()
+    if isinstance(method, RippleMethod) and (store or embedder):
+        method = RippleMethod(method.mode, method.overrides, name=method.name, store=store, embedder=embedder)
+    return method

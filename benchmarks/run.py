@@ -205,6 +205,8 @@ def run_one(
     warmup: int = 1,
     command: str = "",
     progress: bool = True,
+    store: str | None = None,
+    embedder: str | None = None,
 ) -> Path:
     """Index ``dataset`` with a fresh ``method_name`` and write its result file; returns the path."""
     from tqdm import tqdm
@@ -212,7 +214,7 @@ def run_one(
     from benchmarks.methods import make_method
 
     queries = dataset.queries[:limit] if limit else list(dataset.queries)
-    method = make_method(method_name)
+    method = make_method(method_name, store=store, embedder=embedder)
     if hasattr(method, "progress"):
         method.progress = progress  # type: ignore[attr-defined]
     prepare = getattr(method, "prepare", None)
@@ -337,6 +339,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-queries", type=int, default=200, help="synthetic: number of questions (default: 200)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed recalls before timing (default: 1)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--store", default=None,
+                        help="ripple methods: a Neo4j URI (bolt://, neo4j://) instead of a temporary embedded store; "
+                             "password from RIPPLE_NEO4J_PASSWORD; the dataset's users are deleted there first")
+    parser.add_argument("--embedder", default=None,
+                        help="ripple methods: embedder name, e.g. hash-384 (model-free, for scale runs)")
 
 
 def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
@@ -354,6 +361,6 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     for ds in load_datasets(names, Path(data_dir), args):
         for m in methods:
             path = run_one(ds, m, k=args.k, out_dir=Path(out_dir), limit=args.limit, warmup=args.warmup,
-                           command=command, progress=not args.no_progress)
+                           command=command, progress=not args.no_progress, store=args.store, embedder=args.embedder)
             print(f"wrote {path}", file=sys.stderr)
     return 0

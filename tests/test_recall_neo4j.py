@@ -22,8 +22,12 @@ QUERIES = [
 ]
 
 
-def test_recall_matches_between_backends(tmp_path: Path, driver: Any, embedder, extractor) -> None:  # noqa: F811
+def test_recall_matches_between_backends(
+    tmp_path: Path, driver: Any, embedder, extractor, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]  # noqa: F811
+) -> None:
     import json
+
+    from ripple.cli.__main__ import main
 
     wipe(driver)
     with Memory(path=str(tmp_path / "s"), embedder=embedder, extractor=extractor) as local:
@@ -45,5 +49,12 @@ def test_recall_matches_between_backends(tmp_path: Path, driver: Any, embedder, 
                 for a, b in zip(got.hits, want.hits):
                     assert a.score == pytest.approx(b.score, abs=1e-4), (q, mode)
                     assert a.via == b.via and [s.target for s in a.path] == [s.target for s in b.path]
+        # the CLI against a routing URI (what a cluster user types) gives the same hits
+        monkeypatch.setenv("RIPPLE_NEO4J_PASSWORD", PASSWORD)
+        routing = URI.replace("bolt://", "neo4j://")
+        capsys.readouterr()
+        assert main(["--store", routing, "recall", QUERIES[0], "--user", "u1", "-k", "5", "--json"]) == 0
+        got_ids = [h["memory"]["id"] for h in json.loads(capsys.readouterr().out)["hits"]]
+        assert got_ids == [h.memory.id for h in expected[(QUERIES[0], "ripple")].hits]
     finally:
         wipe(driver)
