@@ -104,20 +104,24 @@ class _Timer:
         self._t = now
 
 
-def _edges(neighbors: Sequence[Neighbor]) -> list[Edge]:
-    """Neighbour rows as activation edges; the source degree comes with the row.
+def _edges(neighbors: Sequence[Neighbor], known_degree: dict[str, int]) -> list[Edge]:
+    """Neighbour rows as activation edges, each with its source's degree (what damping divides by).
 
-    A row carries the degree of its *target*; for the entity -> memory step the
-    entity is the source, so its degree is recovered from the rows that
-    entered it (stores return both directions with the entity's degree).
+    A row carries the degree of its *target*.  For the entity -> memory step the
+    entity is the source: its degree was learned from the previous hop's rows
+    (``known_degree``, updated here), or, for an entity that started as a seed,
+    it is the number of MENTIONS rows leaving it in this hop.
     """
-    degree: dict[str, int] = {}
+    rows_from: dict[str, int] = {}
     for n in neighbors:
         if n.type == EDGE_MENTIONS:
-            # for memory->entity rows the target is the entity: remember its degree
-            degree.setdefault(n.target, n.degree)
+            rows_from[n.source] = rows_from.get(n.source, 0) + 1
+            if n.label:  # the target is an entity
+                known_degree.setdefault(n.target, n.degree)
     return [
-        Edge(n.source, n.target, n.weight, degree.get(n.source, 1), n.type, n.predicate) for n in neighbors
+        Edge(n.source, n.target, n.weight, known_degree.get(n.source, rows_from.get(n.source, 1) if n.source.startswith("e_") else 1),
+             n.type, n.predicate)
+        for n in neighbors
     ]
 
 
@@ -300,11 +304,12 @@ def _drive_spread(
 ) -> Generator[Call, Any, SpreadResult]:
     """Drive :func:`spread_flow` with one batched ``expand`` call per hop."""
     flow = spread_flow(seeds, **options)
+    known_degree: dict[str, int] = {}
     try:
         frontier = next(flow)
         while True:
             rows: list[Neighbor] = yield Call("expand", (user_id, frontier, types), {"max_degree": max_degree})
-            frontier = flow.send(_edges(_keep_labels(rows, labels)))
+            frontier = flow.send(_edges(_keep_labels(rows, labels), known_degree))
     except StopIteration as stop:
         result: SpreadResult = stop.value
         return result
