@@ -1020,8 +1020,8 @@ class _Neo4jCore:
                         out["entities"] = r["n"]
             if user_id is None:
                 out["users"] = len((yield _Stmt(_USERS, {})))
-            else:
-                out["users"] = 1
+            else:  # the user exists if anything of theirs is stored
+                out["users"] = 1 if out.get("memories", 0) or out.get("entities", 0) else 0
             return out
 
         return (yield _Tx(False, body))

@@ -142,6 +142,19 @@ class _VectorCache:
     status: list[str]
 
 
+def _checked(vector: Any, cache: _VectorCache) -> "np.ndarray":
+    """The query vector as float32, or a clear error when its dimension is not the store's."""
+    import numpy as np
+
+    vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if vec.shape[0] != cache.matrix.shape[1]:
+        raise StoreError(
+            f"query vector has {vec.shape[0]} dimensions, the stored vectors have {cache.matrix.shape[1]}"
+            " (was the store written with another embedder?)"
+        )
+    return vec
+
+
 def _apply_rows(cache: _VectorCache, rows: Sequence[tuple[str, bytes, str]]) -> None:
     """Replace or append ``(id, float32 vector bytes, status)`` rows in a loaded vector cache."""
     import numpy as np
@@ -614,7 +627,7 @@ class SQLiteStore:
             cache = self._memory_vectors(user_id)
             if cache is None or k <= 0:
                 return []
-            scores = cache.matrix @ np.asarray(vector, dtype=np.float32)
+            scores = cache.matrix @ _checked(vector, cache)
             if set(statuses) != {s for s in cache.status}:
                 allowed = set(statuses)
                 mask = np.fromiter((s in allowed for s in cache.status), dtype=bool, count=len(cache.status))
@@ -653,7 +666,7 @@ class SQLiteStore:
             cache = self._entity_cache(db, user_id)
             if cache is None or k <= 0:
                 return [[] for _ in range(len(vectors))]
-            scores = np.asarray(vectors, dtype=np.float32) @ cache.matrix.T
+            scores = np.vstack([_checked(v, cache) for v in vectors]) @ cache.matrix.T
             k = min(k, len(cache.ids))
             out = []
             for row in scores:
@@ -777,8 +790,8 @@ class SQLiteStore:
             out = {
                 "memories": db.execute(f"SELECT count(*) FROM memories {where}", params).fetchone()[0],
                 "entities": db.execute(f"SELECT count(*) FROM entities {where}", params).fetchone()[0],
-                "users": len(self.users()) if user_id is None else 1,
             }
+            out["users"] = len(self.users()) if user_id is None else int(bool(out["memories"] or out["entities"]))
             for typ, n in db.execute(f"SELECT type, count(*) FROM edges {where} GROUP BY type", params):
                 out[f"edges_{typ.lower()}"] = n
             for status, n in db.execute(f"SELECT status, count(*) FROM memories {where} GROUP BY status", params):

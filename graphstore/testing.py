@@ -100,6 +100,7 @@ class GraphStoreConformance:
         assert store.users() == []
         stats = store.stats()
         assert stats["memories"] == 0 and stats["entities"] == 0
+        assert store.stats("nobody")["users"] == 0
 
     def test_memory_round_trip(self, store: GraphStore) -> None:
         """Every field, CJK text and nested metadata come back exactly."""

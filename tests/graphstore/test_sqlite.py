@@ -127,3 +127,15 @@ def test_sigkill_mid_write_keeps_every_acknowledged_batch_and_no_partial_one(tmp
     n_docs = store.lexical_stats("u1", ["memory"])[0]
     assert n_docs == stats["memories"]
     store.close()
+
+
+def test_query_vector_of_another_dimension_is_a_clear_error(tmp_path: Path) -> None:
+    import numpy as np
+
+    from ripple.errors import StoreError
+
+    store = SQLiteStore(tmp_path)
+    store.write(WriteBatch(memories=[make_memory("m_1")]))
+    with pytest.raises(StoreError, match="dimensions"):
+        store.nearest_memories("u1", np.ones(5, dtype=np.float32), 3)
+    store.close()
