@@ -925,6 +925,8 @@ class _Neo4jCore:
                 self._dims[label] = _vector_dims((yield _Stmt(_SHOW_SCHEMA, {})))[label]
             dim = self._dims[label]
             if dim is not None and dim != len(query):
+                if (yield _Stmt(cypher["population"], params))[0]["population"] == 0:
+                    return []  # an index left from earlier data, and nothing of this user's to compare
                 raise StoreError(f"the query vector has {len(query)} dimensions, the store's"
                                  f" {label.lower()} vectors have {dim}")
             exact = _Stmt(cypher["exact"], params)

@@ -304,6 +304,19 @@ def test_vector_dimension_is_fixed_while_vectors_remain(clean: Any) -> None:
         store.close()
 
 
+def test_index_left_by_earlier_data_does_not_block_a_new_dimension(clean: Any) -> None:
+    """After earlier data is gone, its index's dimension must not break searches of a new embedder."""
+    store = connect()
+    try:
+        store.write(WriteBatch(memories=[make_memory("m_1")], entities=[make_entity("e_a", vec=unit_vector(1.0))]))
+        store.delete_user("u1")
+        wide = np.ones(16, dtype=np.float32) / 4
+        assert store.nearest_entities("u1", wide, 3) == []
+        assert store.nearest_memories("u1", wide, 3) == []
+    finally:
+        store.close()
+
+
 def test_a_failing_batch_writes_nothing(clean: Any) -> None:
     """An edge to a missing node fails the whole batch (SQLite would store a dangling edge)."""
     store = connect()
