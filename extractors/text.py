@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from typing import Iterable
 
 __all__ = [
     "detect_language",
@@ -199,9 +198,3 @@ def estimate_tokens(text: str) -> int:
     words = re.findall(r"[^\W_]+", rest, re.UNICODE)
     punct = len(re.findall(r"[^\w\s]", rest, re.UNICODE))
     return int(round(cjk + 1.3 * len(words) + 0.5 * punct)) if text else 0
-
-
-def iter_terms(texts: Iterable[str]) -> Iterable[list[str]]:
-    """:func:`lexical_tokens` over many texts."""
-    for t in texts:
-        yield lexical_tokens(t)

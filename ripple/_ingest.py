@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generator, Sequence
 
 from extractors.base import Extraction
@@ -88,14 +88,21 @@ class Prepared:
     tokens: "np.ndarray"
 
 
-def ingest_plan(prepared: Sequence[Prepared], *, now: float) -> Generator[Call, Any, list[MemoryRecord]]:
-    """Resolve entities, chain sessions, build and write one batch; returns the stored memories."""
+def ingest_plan(
+    prepared: Sequence[Prepared], *, now: float, replacing: MemoryRecord | None = None
+) -> Generator[Call, Any, list[MemoryRecord]]:
+    """Resolve entities, chain sessions, build and write one batch; returns the stored memories.
+
+    With ``replacing`` (one prepared item: an update), the new record keeps that
+    memory's id, creation time, counters, status and NEXT links, and its old
+    MENTIONS edges are replaced in the same write.
+    """
     batch = WriteBatch()
     memories: list[MemoryRecord] = []
     by_user: dict[str, list[int]] = defaultdict(list)
     for i, p in enumerate(prepared):
         by_user[p.item.user_id].append(i)
-    mem_ids = [new_memory_id() for _ in prepared]
+    mem_ids = [replacing.id] if replacing is not None else [new_memory_id() for _ in prepared]
 
     for user, idxs in by_user.items():
         # ---- entities: exact key or alias, then embedding match for new named ones
@@ -177,7 +184,7 @@ def ingest_plan(prepared: Sequence[Prepared], *, now: float) -> Generator[Call, 
             sid = prepared[i].item.session_id
             if sid is not None:
                 sessions[sid].append(i)
-        for sid, members in sessions.items():
+        for sid, members in (sessions.items() if replacing is None else ()):
             members.sort(key=lambda i: (prepared[i].at, i))
             prev = yield Call("last_memory_in_session", (user, sid))
             for i in members:
@@ -199,6 +206,9 @@ def ingest_plan(prepared: Sequence[Prepared], *, now: float) -> Generator[Call, 
                 language=ex.language, terms=tuple(lexical_tokens(p.item.text)),
                 embedding=p.vector.astype("float32").tobytes(), token_vectors=pack_tokens(p.tokens),
             )
+            if replacing is not None:
+                rec = replace(rec, created_at=replacing.created_at, access_count=replacing.access_count,
+                              last_access=replacing.last_access, status=replacing.status)
             memories.append(rec)
             batch.memories.append(rec)
             mentioned = list(dict.fromkeys(
@@ -221,5 +231,5 @@ def ingest_plan(prepared: Sequence[Prepared], *, now: float) -> Generator[Call, 
                 if d:
                     batch.edges.append(EdgeRecord(self_id, EDGE_RELATED, d, user, 1.0, predicate=fact.attribute, evidence=mid, at=p.at))
                     batch.edges.append(EdgeRecord(mid, EDGE_MENTIONS, d, user, 1.0, at=p.at))
-    yield Call("write", (batch,))
+    yield Call("write", (batch,), {"replace_mentions_of": [replacing.id] if replacing is not None else []})
     return memories

@@ -363,37 +363,13 @@ class Memory(_BaseMemory):
         return self._replace(old, item)
 
     def _replace(self, old: MemoryRecord, item: AddItem) -> MemoryModel:
-        from dataclasses import replace
-
         from ._ingest import ingest_plan
 
         prepared = self._prepare([item])
         if not prepared:
             raise InvalidInput("the new text has no content to remember")
         with self._write_lock:
-            gen = ingest_plan(prepared, now=old.created_at)
-            # Reuse the write plan but keep the id, the NEXT links and the counters of the old memory.
-            call = next(gen)
-            try:
-                while True:
-                    if call.method == "last_memory_in_session":
-                        result: Any = None
-                    elif call.method == "write":
-                        batch = call.args[0]
-                        new = batch.memories[0]
-                        batch.memories[0] = replace(new, id=old.id, created_at=old.created_at,
-                                                    access_count=old.access_count, last_access=old.last_access,
-                                                    status=old.status)
-                        batch.edges = [replace(e, src=old.id if e.src == new.id else e.src,
-                                               evidence=old.id if e.evidence == new.id else e.evidence)
-                                       for e in batch.edges]
-                        self._store.write(batch, replace_mentions_of=[old.id])
-                        result = None
-                    else:
-                        result = self._dispatch(call, self._store)
-                    call = gen.send(result)
-            except StopIteration:
-                pass
+            self._run_sync(ingest_plan(prepared, now=old.created_at, replacing=old), self._store)
         return self.get(old.id)
 
     def delete(self, memory_id: str) -> None:

@@ -8,7 +8,6 @@ public call, immutable afterwards.  Times are timezone-aware UTC datetimes
 from __future__ import annotations
 
 import json
-import math
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -185,7 +184,3 @@ class AddItem(_Frozen):
             raise ValueError("metadata does not round-trip through JSON (use str keys and lists, not tuples)")
         return v
 
-
-def finite(x: float) -> float:
-    """``x`` if finite else 0.0 (scores never carry NaN out of ripple)."""
-    return x if math.isfinite(x) else 0.0
