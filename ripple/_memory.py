@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, 
 
 from pydantic import ValidationError
 
-from graphstore import INVALIDATED, GraphStore, open_store
-from graphstore.protocol import SupportsBatchEntitySearch
+from graphstore import INVALIDATED, AsyncGraphStore, GraphStore, open_store
 from graphstore.records import MemoryRecord
 
 from .errors import ConfigError, InvalidInput, MemoryNotFound, UnknownUser
@@ -193,6 +192,10 @@ class _BaseMemory:
 
     def _local(self, call: Call) -> Any:
         """CPU work that a plan asks of the driver rather than the store."""
+        if call.method == "prepare":
+            return self._prepare(*call.args)
+        if call.method == "query_input":
+            return self._query_input(*call.args)
         if call.method == "embed":
             return self.embedder.encode(call.args[0])
         if call.method == "cross_encode":
@@ -231,22 +234,95 @@ class _BaseMemory:
         )
         return RecallResult(query=q.text, user_id=q.user_id, mode=q.mode, hits=tuple(hits), trace=trace)
 
-    def _run_sync(self, gen: Generator[Call, Any, T], store: GraphStore) -> T:
-        try:
-            call = next(gen)
-            while True:
-                call = gen.send(self._dispatch(call, store))
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+    # -- operations: generators of store requests, shared by both drivers ----------------------
+    def _op_get_record(self, memory_id: Any) -> Generator[Call, Any, MemoryRecord]:
+        if not isinstance(memory_id, str) or not memory_id:
+            raise InvalidInput("memory_id must be a non-empty string")
+        found = yield Call("get_memories", ([memory_id],))
+        if not found:
+            raise MemoryNotFound(f"no memory with id {memory_id!r}")
+        return found[0]  # type: ignore[no-any-return]
 
-    def _dispatch(self, call: Call, store: GraphStore) -> Any:
-        """Answer one plan request: local CPU work, a store call, or a capability fallback."""
-        if call.local:
-            return self._local(call)
-        if call.method == "nearest_entities_batch" and not isinstance(store, SupportsBatchEntitySearch):
-            user, vectors, k = call.args
-            return [store.nearest_entities(user, v, k) for v in vectors]
-        return getattr(store, call.method)(*call.args, **call.kwargs)
+    def _op_require_user(self, user_id: Any) -> Generator[Call, Any, str]:
+        self._check_user(user_id)
+        if not (yield Call("list_memories", (user_id,), {"limit": 1})):
+            raise UnknownUser(f"no memories stored for user {user_id!r}")
+        return user_id  # type: ignore[no-any-return]
+
+    def _op_add_chunk(self, prepared: "list[Prepared]") -> Generator[Call, Any, list[MemoryModel]]:
+        from ._ingest import ingest_plan
+
+        records = yield from ingest_plan(prepared, now=self._clock())
+        return [_to_model(r) for r in records]
+
+    def _op_update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None,
+                   importance: float | None, at: datetime | None) -> Generator[Call, Any, MemoryModel]:
+        from ._ingest import ingest_plan
+
+        old = yield from self._op_get_record(memory_id)
+        item = AddItem.model_validate(
+            {"text": text if text is not None else old.text, "user_id": old.user_id, "agent_id": old.agent_id,
+             "session_id": old.session_id, "at": at or _dt(old.at), "kind": old.kind,
+             "importance": importance if importance is not None else old.importance,
+             "metadata": metadata if metadata is not None else json.loads(old.metadata_json)}
+        )
+        prepared = yield Call("prepare", ([item],), local=True)
+        if not prepared:
+            raise InvalidInput("the new text has no content to remember")
+        yield from ingest_plan(prepared, now=old.created_at, replacing=old)
+        return _to_model((yield from self._op_get_record(old.id)))
+
+    def _op_delete(self, memory_id: str) -> Generator[Call, Any, None]:
+        yield from self._op_get_record(memory_id)
+        yield Call("delete_memories", ([memory_id],))
+
+    def _op_forget(self, memory_id: str) -> Generator[Call, Any, None]:
+        yield from self._op_get_record(memory_id)
+        yield Call("set_status", ([memory_id], INVALIDATED))
+
+    def _op_get_all(self, user_id: str, session_id: str | None, limit: int | None) -> Generator[Call, Any, list[MemoryModel]]:
+        yield from self._op_require_user(user_id)
+        records = yield Call("list_memories", (user_id,), {"session_id": session_id, "limit": limit})
+        return [_to_model(r) for r in records]
+
+    def _op_recall(self, query: str, user_id: str, k: int, mode: str, config: RecallConfig | None,
+                   touch: bool) -> Generator[Call, Any, RecallResult]:
+        self._check_query(query, k, mode)
+        self._check_user(user_id)
+        t0 = time.perf_counter()
+        q = yield Call("query_input", (query, user_id, k, mode), local=True)
+        plan = yield from recall_plan(q, config or self.config)
+        result = self._shape(q, plan, (time.perf_counter() - t0) * 1000.0)
+        if not result.hits:  # only an empty result pays for telling "unknown user" from "nothing found"
+            yield from self._op_require_user(user_id)
+        if touch and result.hits:
+            yield Call("touch", ([h.memory.id for h in result.hits], self._clock()))
+        return result
+
+    def _chunks(self, items: Iterable[Mapping[str, Any] | AddItem], progress: bool) -> Iterator[list[AddItem]]:
+        """Validated items in write batches (all validated before the first is yielded), with a progress bar."""
+        valid = self._items(items)
+        bar = None
+        if progress and len(valid) > _CHUNK:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(valid), unit="mem", desc="ingest")
+        try:
+            for start in range(0, len(valid), _CHUNK):
+                chunk = valid[start : start + _CHUNK]
+                yield chunk
+                if bar is not None:
+                    bar.update(len(chunk))
+        finally:
+            if bar is not None:
+                bar.close()
+
+    @staticmethod
+    def _store_call(call: Call, store: Any) -> Any:
+        """The bound store method a request names (with the batch entity search fallback)."""
+        if call.method == "nearest_entities_batch" and not hasattr(store, "nearest_entities_batch"):
+            return None
+        return getattr(store, call.method)
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -300,6 +376,25 @@ class Memory(_BaseMemory):
             return  # the caller owns a store they passed in
         self._store.close()
 
+    def _drive(self, op: Generator[Call, Any, T]) -> T:
+        """Run an operation: local CPU work here, store requests as plain calls."""
+        store = self._store
+        try:
+            call = next(op)
+            while True:
+                if call.local:
+                    value = self._local(call)
+                else:
+                    method = self._store_call(call, store)
+                    if method is None:  # no batch entity search: one search per vector
+                        user, vectors, k = call.args
+                        value = [store.nearest_entities(user, v, k) for v in vectors]
+                    else:
+                        value = method(*call.args, **call.kwargs)
+                call = op.send(value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
     # -- writes ------------------------------------------------------------------------------
     def add(
         self,
@@ -314,11 +409,7 @@ class Memory(_BaseMemory):
         metadata: dict[str, Any] | None = None,
     ) -> list[MemoryModel]:
         """Store one text; returns the stored memories (empty for a contentless turn like "ok")."""
-        item: dict[str, Any] = {"text": text, "user_id": user_id, "agent_id": agent_id, "session_id": session_id,
-                                "at": at, "kind": kind, "metadata": metadata if metadata is not None else {}}
-        if importance is not None:
-            item["importance"] = importance
-        return self.add_many([item])
+        return self.add_many([_item(text, user_id, agent_id, session_id, at, kind, importance, metadata)])
 
     def add_many(self, items: Iterable[Mapping[str, Any] | AddItem], *, progress: bool = False) -> list[MemoryModel]:
         """Store many texts in batches; each batch of up to 256 items is atomic.
@@ -326,56 +417,23 @@ class Memory(_BaseMemory):
         All items are validated before anything is written: one bad item
         raises :class:`~ripple.InvalidInput` and nothing is stored.
         """
-        valid = self._items(items)
         out: list[MemoryModel] = []
-        bar = None
-        if progress and len(valid) > _CHUNK:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(valid), unit="mem", desc="ingest")
-        try:
-            for start in range(0, len(valid), _CHUNK):
-                chunk = valid[start : start + _CHUNK]
-                prepared = self._prepare(chunk)
-                if prepared:
-                    from ._ingest import ingest_plan
-
-                    with self._write_lock:  # NEXT chains need the session tail read and written together
-                        records = self._run_sync(ingest_plan(prepared, now=self._clock()), self._store)
-                    out.extend(_to_model(r) for r in records)
-                if bar is not None:
-                    bar.update(len(chunk))
-        finally:
-            if bar is not None:
-                bar.close()
+        for chunk in self._chunks(items, progress):
+            prepared = self._prepare(chunk)
+            if prepared:
+                with self._write_lock:  # NEXT chains need the session tail read and written together
+                    out.extend(self._drive(self._op_add_chunk(prepared)))
         return out
 
     def update(self, memory_id: str, *, text: str | None = None, metadata: dict[str, Any] | None = None,
                importance: float | None = None, at: datetime | None = None) -> MemoryModel:
         """Change a memory in place; a new text is re-extracted and re-embedded."""
-        old = self._get_record(memory_id)
-        item = AddItem.model_validate(
-            {"text": text if text is not None else old.text, "user_id": old.user_id, "agent_id": old.agent_id,
-             "session_id": old.session_id, "at": at or _dt(old.at), "kind": old.kind,
-             "importance": importance if importance is not None else old.importance,
-             "metadata": metadata if metadata is not None else json.loads(old.metadata_json)}
-        )
-        return self._replace(old, item)
-
-    def _replace(self, old: MemoryRecord, item: AddItem) -> MemoryModel:
-        from ._ingest import ingest_plan
-
-        prepared = self._prepare([item])
-        if not prepared:
-            raise InvalidInput("the new text has no content to remember")
         with self._write_lock:
-            self._run_sync(ingest_plan(prepared, now=old.created_at, replacing=old), self._store)
-        return self.get(old.id)
+            return self._drive(self._op_update(memory_id, text, metadata, importance, at))
 
     def delete(self, memory_id: str) -> None:
         """Delete one memory with its edges and index entries."""
-        self._get_record(memory_id)
-        self._store.delete_memories([memory_id])
+        self._drive(self._op_delete(memory_id))
 
     def delete_all(self, *, user_id: str) -> dict[str, int]:
         """Delete every node, edge and index entry of a user; returns counts."""
@@ -383,31 +441,16 @@ class Memory(_BaseMemory):
 
     def forget(self, memory_id: str) -> None:
         """Invalidate a memory: it never comes back in recall, but stays exportable."""
-        self._get_record(memory_id)
-        self._store.set_status([memory_id], INVALIDATED)
+        self._drive(self._op_forget(memory_id))
 
     # -- reads ------------------------------------------------------------------------------------
-    def _get_record(self, memory_id: str) -> MemoryRecord:
-        if not isinstance(memory_id, str) or not memory_id:
-            raise InvalidInput("memory_id must be a non-empty string")
-        found = self._store.get_memories([memory_id])
-        if not found:
-            raise MemoryNotFound(f"no memory with id {memory_id!r}")
-        return found[0]
-
     def get(self, memory_id: str) -> MemoryModel:
         """One memory by id (raises :class:`~ripple.MemoryNotFound`)."""
-        return _to_model(self._get_record(memory_id))
+        return _to_model(self._drive(self._op_get_record(memory_id)))
 
     def get_all(self, *, user_id: str, session_id: str | None = None, limit: int | None = None) -> list[MemoryModel]:
         """A user's memories in event-time order."""
-        self._require_user(user_id)
-        return [_to_model(r) for r in self._store.list_memories(user_id, session_id=session_id, limit=limit)]
-
-    def _require_user(self, user_id: str) -> None:
-        self._check_user(user_id)
-        if not self._store.list_memories(user_id, limit=1):
-            raise UnknownUser(f"no memories stored for user {user_id!r}")
+        return self._drive(self._op_get_all(user_id, session_id, limit))
 
     def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple",
                config: RecallConfig | None = None, touch: bool = True) -> RecallResult:
@@ -417,22 +460,14 @@ class Memory(_BaseMemory):
         ``"bm25"`` and ``"hybrid"`` (RRF) are the other baselines; ``"ripple"``
         seeds, spreads, merges and reranks as configured.
         """
-        self._check_query(query, k, mode)
-        self._require_user(user_id)
-        t0 = time.perf_counter()
-        q = self._query_input(query, user_id, k, mode)
-        plan = self._run_sync(recall_plan(q, config or self.config), self._store)
-        result = self._shape(q, plan, (time.perf_counter() - t0) * 1000.0)
-        if touch and result.hits:
-            self._store.touch([h.memory.id for h in result.hits], self._clock())
-        return result
+        return self._drive(self._op_recall(query, user_id, k, mode, config, touch))
 
     # -- housekeeping --------------------------------------------------------------------------------
     def export(self, *, user_id: str) -> Iterator[dict[str, Any]]:
         """Every node and edge of a user as JSON-ready dicts (see :mod:`graphstore.jsonl`)."""
         from graphstore.jsonl import to_json
 
-        self._require_user(user_id)
+        self._drive(self._op_require_user(user_id))
         for rec in self._store.export(user_id):
             yield to_json(rec)
 
@@ -447,17 +482,35 @@ class Memory(_BaseMemory):
 class AsyncMemory(_BaseMemory):
     """The async twin of :class:`Memory`: the same methods, awaited.
 
-    Store calls go through the backend's async API (a worker thread for
-    SQLite, the native async driver for Neo4j); model inference always runs
-    in a worker thread, so the event loop stays responsive.
+    Both classes drive the same operation generators.  Here store requests
+    go through the backend's async API when it has one (Neo4j: the driver's
+    native async sessions, ``neo4j.AsyncGraphDatabase``) and through a worker
+    thread otherwise (SQLite); model inference always runs in a worker
+    thread, so the event loop stays responsive.  The constructor does no I/O.
     """
 
     def __init__(self, path: str | None = None, **kwargs: Any) -> None:
+        import anyio
+
         super().__init__(path, **kwargs)
-        self._sync = Memory.__new__(Memory)
-        self._sync.__dict__.update(self.__dict__)
-        self._sync._store = self._open_store()
-        self._sync._write_lock = threading.Lock()
+        self._store: GraphStore | AsyncGraphStore = self._open_async_store()
+        self._native = _is_async_store(self._store)
+        self._write_lock = anyio.Lock()
+
+    def _open_async_store(self) -> "GraphStore | AsyncGraphStore":
+        if isinstance(self._store_spec, str):
+            from graphstore import is_neo4j_uri
+
+            if is_neo4j_uri(self._store_spec):
+                from graphstore.neo4j import AsyncNeo4jStore
+
+                return AsyncNeo4jStore(self._store_spec, user=self.settings.neo4j_user,
+                                       password=self.settings.neo4j_password, database=self.settings.neo4j_database)
+        return self._open_store()
+
+    @property
+    def store(self) -> "GraphStore | AsyncGraphStore":
+        return self._store
 
     async def __aenter__(self) -> "AsyncMemory":
         return self
@@ -466,46 +519,124 @@ class AsyncMemory(_BaseMemory):
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._thread(self._sync.close)
+        """Close the store (unless the caller passed it in)."""
+        if not isinstance(self._store_spec, str):
+            return
+        if self._native:
+            await self._store.aclose()  # type: ignore[union-attr]
+        else:
+            await _thread(self._store.close)  # type: ignore[union-attr]
 
-    @staticmethod
-    async def _thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        import functools
+    async def _call_store(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        fn = getattr(self._store, method)
+        return await fn(*args, **kwargs) if self._native else await _thread(fn, *args, **kwargs)
 
-        import anyio
+    async def _drive(self, op: Generator[Call, Any, T]) -> T:
+        """Run an operation: local CPU work in a worker thread, store requests awaited."""
+        store = self._store
+        try:
+            call = next(op)
+            while True:
+                if call.local:
+                    value = await _thread(self._local, call)
+                else:
+                    method = self._store_call(call, store)
+                    if method is None:  # no batch entity search: one search per vector
+                        user, vectors, k = call.args
+                        value = [await self._call_store("nearest_entities", user, v, k) for v in vectors]
+                    else:
+                        value = await self._call_store(call.method, *call.args, **call.kwargs)
+                call = op.send(value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
 
-        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
-
-    async def add(self, text: str, **kwargs: Any) -> list[MemoryModel]:
-        return await self._thread(self._sync.add, text, **kwargs)
+    # -- writes ------------------------------------------------------------------------------
+    async def add(
+        self,
+        text: str,
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        at: datetime | None = None,
+        kind: str | None = None,
+        importance: float | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> list[MemoryModel]:
+        """Store one text (see :meth:`Memory.add`)."""
+        return await self.add_many([_item(text, user_id, agent_id, session_id, at, kind, importance, metadata)])
 
     async def add_many(self, items: Iterable[Mapping[str, Any] | AddItem], *, progress: bool = False) -> list[MemoryModel]:
-        return await self._thread(self._sync.add_many, list(items), progress=progress)
+        """Store many texts in atomic batches (see :meth:`Memory.add_many`)."""
+        out: list[MemoryModel] = []
+        for chunk in self._chunks(items, progress):
+            prepared = await _thread(self._prepare, chunk)
+            if prepared:
+                async with self._write_lock:
+                    out.extend(await self._drive(self._op_add_chunk(prepared)))
+        return out
 
-    async def recall(self, query: str, **kwargs: Any) -> RecallResult:
-        return await self._thread(self._sync.recall, query, **kwargs)
-
-    async def get(self, memory_id: str) -> MemoryModel:
-        return await self._thread(self._sync.get, memory_id)
-
-    async def get_all(self, **kwargs: Any) -> list[MemoryModel]:
-        return await self._thread(self._sync.get_all, **kwargs)
-
-    async def update(self, memory_id: str, **kwargs: Any) -> MemoryModel:
-        return await self._thread(self._sync.update, memory_id, **kwargs)
+    async def update(self, memory_id: str, *, text: str | None = None, metadata: dict[str, Any] | None = None,
+                     importance: float | None = None, at: datetime | None = None) -> MemoryModel:
+        async with self._write_lock:
+            return await self._drive(self._op_update(memory_id, text, metadata, importance, at))
 
     async def delete(self, memory_id: str) -> None:
-        await self._thread(self._sync.delete, memory_id)
+        await self._drive(self._op_delete(memory_id))
 
     async def delete_all(self, *, user_id: str) -> dict[str, int]:
-        return await self._thread(self._sync.delete_all, user_id=user_id)
+        return await self._call_store("delete_user", self._check_user(user_id))  # type: ignore[no-any-return]
 
     async def forget(self, memory_id: str) -> None:
-        await self._thread(self._sync.forget, memory_id)
+        await self._drive(self._op_forget(memory_id))
+
+    # -- reads ------------------------------------------------------------------------------------
+    async def get(self, memory_id: str) -> MemoryModel:
+        return _to_model(await self._drive(self._op_get_record(memory_id)))
+
+    async def get_all(self, *, user_id: str, session_id: str | None = None, limit: int | None = None) -> list[MemoryModel]:
+        return await self._drive(self._op_get_all(user_id, session_id, limit))
+
+    async def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple",
+                     config: RecallConfig | None = None, touch: bool = True) -> RecallResult:
+        """The ``k`` memories most related to ``query`` (see :meth:`Memory.recall`)."""
+        return await self._drive(self._op_recall(query, user_id, k, mode, config, touch))
+
+    # -- housekeeping --------------------------------------------------------------------------------
+    async def export(self, *, user_id: str) -> list[dict[str, Any]]:
+        """Every node and edge of a user as JSON-ready dicts."""
+        from graphstore.jsonl import to_json
+
+        await self._drive(self._op_require_user(user_id))
+        if self._native:
+            return [to_json(rec) async for rec in self._store.export(user_id)]  # type: ignore[union-attr]
+        return await _thread(lambda: [to_json(rec) for rec in self._store.export(user_id)])  # type: ignore[union-attr]
 
     async def stats(self, *, user_id: str | None = None) -> dict[str, int]:
-        return await self._thread(self._sync.stats, user_id=user_id)
+        return await self._call_store("stats", user_id)  # type: ignore[no-any-return]
 
-    async def export(self, *, user_id: str) -> list[dict[str, Any]]:
-        return await self._thread(lambda: list(self._sync.export(user_id=user_id)))
+    async def users(self) -> list[str]:
+        return await self._call_store("users")  # type: ignore[no-any-return]
 
+
+def _is_async_store(store: Any) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(getattr(store, "get_memories", None))
+
+
+async def _thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    import functools
+
+    import anyio
+
+    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+
+def _item(text: str, user_id: str, agent_id: str | None, session_id: str | None, at: datetime | None,
+          kind: str | None, importance: float | None, metadata: dict[str, Any] | None) -> dict[str, Any]:
+    item: dict[str, Any] = {"text": text, "user_id": user_id, "agent_id": agent_id, "session_id": session_id,
+                            "at": at, "kind": kind, "metadata": metadata if metadata is not None else {}}
+    if importance is not None:
+        item["importance"] = importance
+    return item

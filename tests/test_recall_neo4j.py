@@ -58,3 +58,47 @@ def test_recall_matches_between_backends(
         assert got_ids == [h.memory.id for h in expected[(QUERIES[0], "ripple")].hits]
     finally:
         wipe(driver)
+
+
+def test_async_memory_drives_the_native_async_driver(driver: Any, embedder, extractor) -> None:  # noqa: F811
+    """AsyncMemory on a Neo4j URI talks through ``AsyncNeo4jStore`` (no worker thread per store call)
+    and gives what the sync class gives on the same server: writes, recall, update, forget, export."""
+    import anyio
+
+    from graphstore.neo4j import AsyncNeo4jStore
+    from ripple import AsyncMemory
+    from ripple.errors import MemoryNotFound, UnknownUser
+
+    wipe(driver)
+    settings = RippleSettings(neo4j_password=PASSWORD)
+    q = QUERIES[0]
+
+    async def main() -> tuple[list[str], list[str], int, str]:
+        async with AsyncMemory(store=URI, settings=settings, embedder=embedder, extractor=extractor) as amem:
+            assert isinstance(amem.store, AsyncNeo4jStore)
+            await amem.add_many([{"text": t, "user_id": "u1", "session_id": s} for t, s in TWO_HOP])
+            got = await amem.recall(q, user_id="u1", k=5, touch=False)
+            first = got.hits[0].memory
+            changed = await amem.update(first.id, text=first.text + " Confirmed by Dana.")
+            await amem.forget(got.hits[1].memory.id)
+            after = await amem.recall(q, user_id="u1", k=5, touch=False)
+            with pytest.raises(UnknownUser):
+                await amem.recall(q, user_id="nobody", k=5)
+            with pytest.raises(MemoryNotFound):
+                await amem.get("m_missing")
+            exported = await amem.export(user_id="u1")
+            return got.texts(), [h.memory.id for h in after.hits], len(exported), changed.text
+
+    try:
+        texts, after_ids, n_exported, changed = anyio.run(main)
+        assert changed.endswith("Confirmed by Dana.")
+        with Memory(store=URI, settings=settings, embedder=embedder, extractor=extractor) as mem:
+            assert len(mem.get_all(user_id="u1")) == len(TWO_HOP)
+            sync_after = mem.recall(q, user_id="u1", k=5, touch=False)
+            assert [h.memory.id for h in sync_after.hits] == after_ids
+            forgotten = [m for m in mem.get_all(user_id="u1") if m.status == "invalidated"]
+            assert len(forgotten) == 1 and forgotten[0].id not in after_ids
+            assert n_exported == sum(1 for _ in mem.export(user_id="u1"))
+        assert len(texts) == 5
+    finally:
+        wipe(driver)
