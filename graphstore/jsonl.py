@@ -33,7 +33,9 @@ def to_json(rec: MemoryRecord | EntityRecord | EdgeRecord) -> dict[str, Any]:
             "session_id": rec.session_id, "text": rec.text, "at": rec.at, "created_at": rec.created_at,
             "kind": rec.kind, "importance": rec.importance, "status": rec.status,
             "access_count": rec.access_count, "last_access": rec.last_access,
-            "metadata": json.loads(rec.metadata_json), "language": rec.language, "terms": list(rec.terms),
+            "metadata": json.loads(rec.metadata_json), "language": rec.language, "confidence": rec.confidence,
+            "mentions": rec.mentions, "last_seen": rec.last_seen, "valid_to": rec.valid_to, "pinned": rec.pinned,
+            "terms": list(rec.terms),
             "embedding": _b64(rec.embedding), "token_vectors": _b64(rec.token_vectors),
         }
     if isinstance(rec, EntityRecord):
@@ -57,7 +59,9 @@ def from_json(obj: dict[str, Any]) -> MemoryRecord | EntityRecord | EdgeRecord:
             kind=obj.get("kind", "message"), importance=float(obj.get("importance", 0.5)),
             status=obj.get("status", "active"), access_count=int(obj.get("access_count", 0)),
             last_access=obj.get("last_access"), metadata_json=json.dumps(obj.get("metadata", {}), ensure_ascii=False),
-            language=obj.get("language", "en"), terms=tuple(obj.get("terms", ())),
+            language=obj.get("language", "en"), confidence=float(obj.get("confidence", 1.0)),
+            mentions=int(obj.get("mentions", 1)), last_seen=obj.get("last_seen"), valid_to=obj.get("valid_to"),
+            pinned=bool(obj.get("pinned", False)), terms=tuple(obj.get("terms", ())),
             embedding=_unb64(obj.get("embedding")), token_vectors=_unb64(obj.get("token_vectors")),
         )
     if kind == "entity":

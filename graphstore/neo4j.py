@@ -111,6 +111,8 @@ from .records import (
     EDGE_MENTIONS,
     EDGE_NEXT,
     EDGE_RELATED,
+    EDGE_RETRACTS,
+    EDGE_SUPERSEDES,
     EDGE_TYPES,
     EdgeRecord,
     EntityRecord,
@@ -252,7 +254,8 @@ _META_WRITE = "MERGE (x:RippleMeta {key: 'schema'}) ON CREATE SET x.version = $v
 
 _MEMORY_FIELDS = (
     "id", "user_id", "agent_id", "session_id", "text", "at", "created_at", "kind", "importance", "status",
-    "access_count", "last_access", "metadata", "language", "terms",
+    "access_count", "last_access", "metadata", "language", "terms", "confidence", "mentions", "last_seen",
+    "valid_to", "pinned",
 )
 _MEMORY_MAP = "{" + ", ".join(f".{f}" for f in _MEMORY_FIELDS) + "}"
 _MEMORY_MAP_VECTORS = _MEMORY_MAP[:-1] + ", .embedding, .token_vectors}"
@@ -328,7 +331,8 @@ WITH e, row WHERE row.embedding IS NOT NULL
 CALL db.create.setNodeVectorProperty(e, 'embedding', row.embedding)
 """
 
-_EDGE_ENDS = {EDGE_MENTIONS: ("Memory", "Entity"), EDGE_RELATED: ("Entity", "Entity"), EDGE_NEXT: ("Memory", "Memory")}
+_EDGE_ENDS = {EDGE_MENTIONS: ("Memory", "Entity"), EDGE_RELATED: ("Entity", "Entity"), EDGE_NEXT: ("Memory", "Memory"),
+              EDGE_SUPERSEDES: ("Memory", "Memory"), EDGE_RETRACTS: ("Memory", "Memory")}
 
 
 def _upsert_edges_cypher(edge_type: str) -> str:
@@ -370,7 +374,7 @@ _SET_STATUS = "UNWIND $ids AS id MATCH (m:Memory {id: id}) SET m.status = $statu
 _DELETE_MEMORY_EDGES = """
 CALL () {
     UNWIND $ids AS id
-    MATCH (:Memory {id: id})-[r:MENTIONS|NEXT]-()
+    MATCH (:Memory {id: id})-[r:MENTIONS|NEXT|SUPERSEDES|RETRACTS]-()
     RETURN r
     UNION
     MATCH ()-[r:RELATED]->() WHERE r.evidence IN $ids
@@ -393,6 +397,8 @@ _DELETE_USER = [
     ("edges", "MATCH ()-[r:MENTIONS]->() WHERE r.user_id = $user WITH r LIMIT $batch DELETE r RETURN count(r) AS n"),
     ("edges", "MATCH ()-[r:RELATED]->() WHERE r.user_id = $user WITH r LIMIT $batch DELETE r RETURN count(r) AS n"),
     ("edges", "MATCH ()-[r:NEXT]->() WHERE r.user_id = $user WITH r LIMIT $batch DELETE r RETURN count(r) AS n"),
+    ("edges", "MATCH ()-[r:SUPERSEDES|RETRACTS]->() WHERE r.user_id = $user WITH r LIMIT $batch DELETE r"
+              " RETURN count(r) AS n"),
     # (a Term is found by a prefix seek on its (user_id, term) index: a second index on user_id
     # alone tempts the planner to scan all of a user's terms in postings())
     ("index_entries", "MATCH (t:Term) WHERE t.user_id = $user AND t.term IS NOT NULL"
@@ -444,6 +450,14 @@ _POSTINGS = """
 UNWIND $terms AS term
 MATCH (:Term {user_id: $user, term: term})-[p:POSTING]->(m:Memory)
 RETURN term, collect(m.id) AS ids, collect(p.tf) AS tfs, collect(m.doc_len) AS lens
+"""
+
+_RELATED_EDGES = """
+UNWIND $ids AS id
+MATCH (s:Entity {id: id})-[r:RELATED]->(d:Entity)
+WHERE r.predicate IN $predicates AND r.user_id = $user
+RETURN s.id AS src, d.id AS dst, r.weight AS weight, r.predicate AS predicate, r.evidence AS evidence, r.at AS at
+ORDER BY src, predicate, dst
 """
 
 _TOKEN_VECTORS = """
@@ -532,6 +546,10 @@ CALL () {
     MATCH ()-[r:RELATED]->() WHERE r.user_id = $user RETURN 'related' AS key, count(r) AS n
     UNION ALL
     MATCH ()-[r:NEXT]->() WHERE r.user_id = $user RETURN 'next' AS key, count(r) AS n
+    UNION ALL
+    MATCH ()-[r:SUPERSEDES]->() WHERE r.user_id = $user RETURN 'supersedes' AS key, count(r) AS n
+    UNION ALL
+    MATCH ()-[r:RETRACTS]->() WHERE r.user_id = $user RETURN 'retracts' AS key, count(r) AS n
 }
 RETURN key, n"""),
 ]
@@ -545,6 +563,10 @@ CALL () {
     MATCH ()-[r:RELATED]->() RETURN 'related' AS key, count(r) AS n
     UNION ALL
     MATCH ()-[r:NEXT]->() RETURN 'next' AS key, count(r) AS n
+    UNION ALL
+    MATCH ()-[r:SUPERSEDES]->() RETURN 'supersedes' AS key, count(r) AS n
+    UNION ALL
+    MATCH ()-[r:RETRACTS]->() RETURN 'retracts' AS key, count(r) AS n
 }
 RETURN key, n"""),
 ]
@@ -574,7 +596,9 @@ def _memory_row(m: MemoryRecord) -> dict[str, Any]:
             "text": m.text, "at": m.at, "at_iso": _iso(m.at), "created_at": m.created_at, "kind": m.kind,
             "importance": m.importance, "status": m.status, "access_count": m.access_count,
             "last_access": m.last_access, "metadata": m.metadata_json, "language": m.language,
-            "terms": list(m.terms), "doc_len": len(m.terms),
+            "terms": list(m.terms), "doc_len": len(m.terms), "confidence": m.confidence, "mentions": m.mentions,
+            "last_seen": m.last_seen, "valid_to": m.valid_to, "valid_to_iso": None if m.valid_to is None else _iso(m.valid_to),
+            "pinned": m.pinned,
             "token_vectors": None if m.token_vectors is None else bytes(m.token_vectors),
         },
         "embedding": None if m.embedding is None else _floats(m.embedding),
@@ -588,6 +612,10 @@ def _memory_record(p: dict[str, Any], *, vectors: bool = False) -> MemoryRecord:
         agent_id=p["agent_id"], session_id=p["session_id"], kind=p["kind"], importance=p["importance"],
         status=p["status"], access_count=p["access_count"], last_access=p["last_access"],
         metadata_json=p["metadata"], language=p["language"], terms=tuple(p["terms"] or ()),
+        # (nodes written before the lifecycle fields existed have none: the defaults describe them)
+        confidence=1.0 if p.get("confidence") is None else float(p["confidence"]),
+        mentions=1 if p.get("mentions") is None else int(p["mentions"]), last_seen=p.get("last_seen"),
+        valid_to=p.get("valid_to"), pinned=bool(p.get("pinned") or False),
         embedding=_blob(p.get("embedding")) if vectors else None, token_vectors=None if tv is None else bytes(tv),
     )
 
@@ -883,6 +911,9 @@ class _Neo4jCore:
                            offset=max(0, offset), limit=limit)
         return [_memory_record(r["m"]) for r in rows]
 
+    def _plan_has_memories(self, user_id: str) -> _Plan[bool]:
+        return bool((yield _read("MATCH (m:Memory {user_id: $user}) RETURN m.id AS id LIMIT 1", user=user_id)))
+
     def _plan_last_memory_in_session(self, user_id: str, session_id: str) -> _Plan[str | None]:
         rows = yield _read(_LAST_IN_SESSION, user=user_id, session=session_id)
         return str(rows[0]["id"]) if rows else None
@@ -950,6 +981,16 @@ class _Neo4jCore:
         ranked = sorted(((str(i), 2.0 * float(s) - 1.0) for i, s in hits), key=lambda h: (-h[1], h[0]))
         return ranked[:k]
 
+    def _plan_nearest_batch(
+        self, label: str, user_id: str, vectors: "np.ndarray", k: int, statuses: Sequence[str] = ()
+    ) -> _Plan[list[list[tuple[str, float]]]]:
+        """One search per vector, all in one session (the engine's batch capability, without a round
+        trip per session)."""
+        out = []
+        for vector in vectors:
+            out.append((yield from self._plan_nearest(label, user_id, vector, k, statuses)))
+        return out
+
     def _plan_lexical_stats(self, user_id: str, terms: Sequence[str]) -> _Plan[tuple[int, float, dict[str, int]]]:
         rows = yield _read(_LEXICAL_STATS, user=user_id, terms=list(dict.fromkeys(terms)))
         n_docs, total = int(rows[0]["n_docs"] or 0), int(rows[0]["total_len"] or 0)
@@ -973,6 +1014,16 @@ class _Neo4jCore:
         return {r["id"]: bytes(r["blob"]) for r in (yield _read(_TOKEN_VECTORS, ids=ids))}
 
     # -- graph -------------------------------------------------------------------------------------
+    def _plan_related_edges(
+        self, user_id: str, source_ids: Sequence[str], predicates: Sequence[str]
+    ) -> _Plan[list[EdgeRecord]]:
+        ids, preds = list(dict.fromkeys(source_ids)), list(dict.fromkeys(predicates))
+        if not ids or not preds:
+            return []
+        rows = yield _read(_RELATED_EDGES, ids=ids, predicates=preds, user=user_id)
+        return [EdgeRecord(src=r["src"], type=EDGE_RELATED, dst=r["dst"], user_id=user_id, weight=float(r["weight"]),
+                           predicate=r["predicate"], evidence=r["evidence"], at=r["at"]) for r in rows]
+
     def _plan_expand(
         self, user_id: str, frontier: Sequence[str], edge_types: Sequence[str], max_degree: int | None
     ) -> _Plan[list[Neighbor]]:
@@ -1040,8 +1091,8 @@ class _Neo4jCore:
 
 
 def _with_edge_defaults(out: dict[str, int]) -> dict[str, int]:
-    for typ in ("mentions", "related", "next"):
-        out.setdefault(f"edges_{typ}", 0)
+    for typ in EDGE_TYPES:
+        out.setdefault(f"edges_{typ.lower()}", 0)
     return out
 
 
@@ -1145,6 +1196,9 @@ class Neo4jStore(_Neo4jCore):
     ) -> list[MemoryRecord]:
         return self._drive(self._plan_list_memories(user_id, session_id, statuses, limit, offset))
 
+    def has_memories(self, user_id: str) -> bool:
+        return self._drive(self._plan_has_memories(user_id))
+
     def last_memory_in_session(self, user_id: str, session_id: str) -> str | None:
         return self._drive(self._plan_last_memory_in_session(user_id, session_id))
 
@@ -1171,6 +1225,14 @@ class Neo4jStore(_Neo4jCore):
     def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
         return self._drive(self._plan_nearest("Entity", user_id, vector, k))
 
+    def nearest_memories_batch(
+        self, user_id: str, vectors: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
+    ) -> list[list[tuple[str, float]]]:
+        return self._drive(self._plan_nearest_batch("Memory", user_id, vectors, k, statuses))
+
+    def nearest_entities_batch(self, user_id: str, vectors: "np.ndarray", k: int) -> list[list[tuple[str, float]]]:
+        return self._drive(self._plan_nearest_batch("Entity", user_id, vectors, k))
+
     def lexical_stats(self, user_id: str, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]:
         return self._drive(self._plan_lexical_stats(user_id, terms))
 
@@ -1179,6 +1241,9 @@ class Neo4jStore(_Neo4jCore):
 
     def token_vectors(self, memory_ids: Sequence[str]) -> dict[str, bytes]:
         return self._drive(self._plan_token_vectors(memory_ids))
+
+    def related_edges(self, user_id: str, source_ids: Sequence[str], predicates: Sequence[str]) -> list[EdgeRecord]:
+        return self._drive(self._plan_related_edges(user_id, source_ids, predicates))
 
     def expand(
         self, user_id: str, frontier: Sequence[str], edge_types: Sequence[str], *, max_degree: int | None = None
@@ -1287,6 +1352,9 @@ class AsyncNeo4jStore(_Neo4jCore):
     ) -> list[MemoryRecord]:
         return await self._drive(self._plan_list_memories(user_id, session_id, statuses, limit, offset))
 
+    async def has_memories(self, user_id: str) -> bool:
+        return await self._drive(self._plan_has_memories(user_id))
+
     async def last_memory_in_session(self, user_id: str, session_id: str) -> str | None:
         return await self._drive(self._plan_last_memory_in_session(user_id, session_id))
 
@@ -1313,6 +1381,14 @@ class AsyncNeo4jStore(_Neo4jCore):
     async def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
         return await self._drive(self._plan_nearest("Entity", user_id, vector, k))
 
+    async def nearest_memories_batch(
+        self, user_id: str, vectors: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
+    ) -> list[list[tuple[str, float]]]:
+        return await self._drive(self._plan_nearest_batch("Memory", user_id, vectors, k, statuses))
+
+    async def nearest_entities_batch(self, user_id: str, vectors: "np.ndarray", k: int) -> list[list[tuple[str, float]]]:
+        return await self._drive(self._plan_nearest_batch("Entity", user_id, vectors, k))
+
     async def lexical_stats(self, user_id: str, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]:
         return await self._drive(self._plan_lexical_stats(user_id, terms))
 
@@ -1321,6 +1397,11 @@ class AsyncNeo4jStore(_Neo4jCore):
 
     async def token_vectors(self, memory_ids: Sequence[str]) -> dict[str, bytes]:
         return await self._drive(self._plan_token_vectors(memory_ids))
+
+    async def related_edges(
+        self, user_id: str, source_ids: Sequence[str], predicates: Sequence[str]
+    ) -> list[EdgeRecord]:
+        return await self._drive(self._plan_related_edges(user_id, source_ids, predicates))
 
     async def expand(
         self, user_id: str, frontier: Sequence[str], edge_types: Sequence[str], *, max_degree: int | None = None

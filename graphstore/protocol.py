@@ -26,6 +26,7 @@ __all__ = [
     "GraphStore",
     "AsyncGraphStore",
     "SupportsBatchEntitySearch",
+    "SupportsBatchMemorySearch",
     "ACTIVE",
     "SUPERSEDED",
     "INVALIDATED",
@@ -90,6 +91,10 @@ class GraphStore(Protocol):
         """A user's memories ordered by event time, then creation."""
         ...
 
+    def has_memories(self, user_id: str) -> bool:
+        """True if any memory of the user is stored (whatever its status); cheap at any size."""
+        ...
+
     def last_memory_in_session(self, user_id: str, session_id: str) -> str | None:
         """Id of the latest memory of a session (the tail a NEXT edge extends)."""
         ...
@@ -138,6 +143,15 @@ class GraphStore(Protocol):
         ...
 
     # -- graph -------------------------------------------------------------
+    def related_edges(self, user_id: str, source_ids: Sequence[str], predicates: Sequence[str]) -> list[EdgeRecord]:
+        """The user's RELATED edges leaving ``source_ids`` whose predicate is one of ``predicates``.
+
+        This is how the engine finds the stored value of a fact (subject entity,
+        attribute predicate, value entity, evidence memory) before a new one
+        supersedes it.
+        """
+        ...
+
     def expand(
         self,
         user_id: str,
@@ -186,6 +200,7 @@ class AsyncGraphStore(Protocol):
         limit: int | None = None,
         offset: int = 0,
     ) -> list[MemoryRecord]: ...
+    async def has_memories(self, user_id: str) -> bool: ...
     async def last_memory_in_session(self, user_id: str, session_id: str) -> str | None: ...
     async def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]: ...
     async def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]: ...
@@ -199,6 +214,9 @@ class AsyncGraphStore(Protocol):
     async def lexical_stats(self, user_id: str, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]: ...
     async def postings(self, user_id: str, terms: Sequence[str]) -> list[tuple[str, str, int, int]]: ...
     async def token_vectors(self, memory_ids: Sequence[str]) -> dict[str, bytes]: ...
+    async def related_edges(
+        self, user_id: str, source_ids: Sequence[str], predicates: Sequence[str]
+    ) -> list[EdgeRecord]: ...
     async def expand(
         self,
         user_id: str,
@@ -220,4 +238,16 @@ class SupportsBatchEntitySearch(Protocol):
 
     def nearest_entities_batch(
         self, user_id: str, vectors: "np.ndarray", k: int
+    ) -> list[list[tuple[str, float]]]: ...
+
+
+@runtime_checkable
+class SupportsBatchMemorySearch(Protocol):
+    """Optional: nearest memories for many vectors in one call (near-duplicate check on ingest).
+
+    Without it the engine calls :meth:`GraphStore.nearest_memories` once per vector.
+    """
+
+    def nearest_memories_batch(
+        self, user_id: str, vectors: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
     ) -> list[list[tuple[str, float]]]: ...

@@ -19,13 +19,17 @@ __all__ = [
     "EDGE_MENTIONS",
     "EDGE_RELATED",
     "EDGE_NEXT",
+    "EDGE_SUPERSEDES",
+    "EDGE_RETRACTS",
     "EDGE_TYPES",
 ]
 
 EDGE_MENTIONS = "MENTIONS"  # memory -> entity
 EDGE_RELATED = "RELATED"  # entity -> entity (predicate, weight, evidence memory)
 EDGE_NEXT = "NEXT"  # memory -> next memory of the same session
-EDGE_TYPES = (EDGE_MENTIONS, EDGE_RELATED, EDGE_NEXT)
+EDGE_SUPERSEDES = "SUPERSEDES"  # newer memory -> the memory whose fact it replaced (or corrected)
+EDGE_RETRACTS = "RETRACTS"  # a retraction ("forget that") -> the memory it invalidated
+EDGE_TYPES = (EDGE_MENTIONS, EDGE_RELATED, EDGE_NEXT, EDGE_SUPERSEDES, EDGE_RETRACTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,11 @@ class MemoryRecord:
     last_access: float | None = None
     metadata_json: str = "{}"
     language: str = "en"
+    confidence: float = 1.0  # 0-1: hedged statements ("I think", "可能") start low, repetition raises it
+    mentions: int = 1  # times this was said (a near-duplicate reinforces instead of adding a copy)
+    last_seen: float | None = None  # when it was last said again
+    valid_to: float | None = None  # set when a newer fact superseded it
+    pinned: bool = False  # pinned memories keep full weight in every forgetting tier
     terms: tuple[str, ...] = ()  # lexical tokens (BM25 route)
     embedding: bytes | None = None  # float32 sentence vector, L2-normalised
     token_vectors: bytes | None = None  # int8 content-token vectors (MaxSim), see ripple.embedding

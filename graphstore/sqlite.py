@@ -47,6 +47,7 @@ from ripple.errors import SchemaError, StoreError, StoreUnavailable
 from .protocol import ACTIVE
 from .records import (
     EDGE_MENTIONS,
+    EDGE_TYPES,
     EdgeRecord,
     EntityRecord,
     MemoryRecord,
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _CHUNK = 900  # stay far below SQLite's host-parameter limit
 
 _SCHEMA = """
@@ -79,6 +80,11 @@ CREATE TABLE IF NOT EXISTS memories (
     last_access REAL,
     metadata TEXT NOT NULL,
     language TEXT NOT NULL,
+    confidence REAL NOT NULL DEFAULT 1.0,
+    mentions INTEGER NOT NULL DEFAULT 1,
+    last_seen REAL,
+    valid_to REAL,
+    pinned INTEGER NOT NULL DEFAULT 0,
     terms TEXT NOT NULL,
     doc_len INTEGER NOT NULL,
     embedding BLOB,
@@ -114,6 +120,7 @@ CREATE TABLE IF NOT EXISTS edges (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS edges_dst ON edges (dst, type, src, weight);
 CREATE INDEX IF NOT EXISTS edges_user ON edges (user_id);
+CREATE INDEX IF NOT EXISTS edges_predicate ON edges (src, predicate) WHERE type = 'RELATED';
 CREATE TABLE IF NOT EXISTS postings (
     user_id TEXT NOT NULL, term TEXT NOT NULL, memory_id TEXT NOT NULL, tf INTEGER NOT NULL,
     PRIMARY KEY (user_id, term, memory_id)
@@ -130,8 +137,20 @@ CREATE TABLE IF NOT EXISTS lexical_totals (
 
 _MEMORY_COLUMNS = (
     "id, user_id, agent_id, session_id, text, at, created_at, kind, importance, status, "
-    "access_count, last_access, metadata, language, terms"
+    "access_count, last_access, metadata, language, terms, confidence, mentions, last_seen, valid_to, pinned"
 )
+_N_MEMORY_COLUMNS = 20  # (vector columns, when read, follow)
+
+# Version 1 -> 2 added the lifecycle columns (issue #5); their defaults describe an old memory exactly.
+_MIGRATIONS = {
+    1: [
+        "ALTER TABLE memories ADD COLUMN confidence REAL NOT NULL DEFAULT 1.0",
+        "ALTER TABLE memories ADD COLUMN mentions INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE memories ADD COLUMN last_seen REAL",
+        "ALTER TABLE memories ADD COLUMN valid_to REAL",
+        "ALTER TABLE memories ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0",
+    ],
+}
 
 
 @dataclass(slots=True)
@@ -222,10 +241,18 @@ class SQLiteStore:
             self._db.execute("PRAGMA temp_store=MEMORY")
             self._db.execute("PRAGMA cache_size=-65536")
             with self._tx():
+                has_meta = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
+                row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() if has_meta else None
+                version = int(row[0]) if row else SCHEMA_VERSION
+                while version in _MIGRATIONS:  # an older store: bring it up to date in this transaction
+                    for stmt in _MIGRATIONS[version]:
+                        self._db.execute(stmt)
+                    version += 1
+                    self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))
+                    row = (str(version),)
                 for stmt in _SCHEMA.split(";"):
                     if stmt.strip():
                         self._db.execute(stmt)
-                row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
                 if row is None:
                     self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
                 elif int(row[0]) != SCHEMA_VERSION:
@@ -319,15 +346,14 @@ class SQLiteStore:
             if batch.memories:
                 self._remove_postings(db, [m.id for m in batch.memories])
                 db.executemany(
-                    "INSERT OR REPLACE INTO memories (id, user_id, agent_id, session_id, text, at, created_at, kind,"
-                    " importance, status, access_count, last_access, metadata, language, terms, doc_len, embedding,"
-                    " token_vectors) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT OR REPLACE INTO memories ({_MEMORY_COLUMNS}, doc_len, embedding, token_vectors)"
+                    f" VALUES ({_qmarks(_N_MEMORY_COLUMNS + 3)})",
                     [
                         (
                             m.id, m.user_id, m.agent_id, m.session_id, m.text, m.at, m.created_at, m.kind,
                             m.importance, m.status, m.access_count, m.last_access, m.metadata_json, m.language,
-                            json.dumps(list(m.terms), ensure_ascii=False), len(m.terms), m.embedding,
-                            m.token_vectors,
+                            json.dumps(list(m.terms), ensure_ascii=False), m.confidence, m.mentions, m.last_seen,
+                            m.valid_to, int(m.pinned), len(m.terms), m.embedding, m.token_vectors,
                         )
                         for m in batch.memories
                     ],
@@ -499,8 +525,8 @@ class SQLiteStore:
         return MemoryRecord(
             id=r[0], user_id=r[1], agent_id=r[2], session_id=r[3], text=r[4], at=r[5], created_at=r[6],
             kind=r[7], importance=r[8], status=r[9], access_count=r[10], last_access=r[11],
-            metadata_json=r[12], language=r[13], terms=tuple(json.loads(r[14])),
-            embedding=embedding, token_vectors=token_vectors,
+            metadata_json=r[12], language=r[13], terms=tuple(json.loads(r[14])), confidence=r[15], mentions=r[16],
+            last_seen=r[17], valid_to=r[18], pinned=bool(r[19]), embedding=embedding, token_vectors=token_vectors,
         )
 
     def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
@@ -510,7 +536,7 @@ class SQLiteStore:
         with self._read() as db:
             for chunk in _chunks(ids):
                 for r in db.execute(f"SELECT {cols} FROM memories WHERE id IN ({_qmarks(len(chunk))})", tuple(chunk)):
-                    found[r[0]] = self._memory_from_row(r, *(r[15:17] if with_vectors else ()))
+                    found[r[0]] = self._memory_from_row(r, *(r[_N_MEMORY_COLUMNS:] if with_vectors else ()))
         return [found[i] for i in ids if i in found]
 
     def list_memories(
@@ -534,6 +560,10 @@ class SQLiteStore:
         params.extend([-1 if limit is None else limit, offset])
         with self._read() as db:
             return [self._memory_from_row(r) for r in db.execute(sql, params)]
+
+    def has_memories(self, user_id: str) -> bool:
+        with self._read() as db:
+            return db.execute("SELECT 1 FROM memories WHERE user_id=? LIMIT 1", (user_id,)).fetchone() is not None
 
     def last_memory_in_session(self, user_id: str, session_id: str) -> str | None:
         with self._read() as db:
@@ -637,6 +667,29 @@ class SQLiteStore:
             top = top[np.argsort(-scores[top], kind="stable")]
             return [(cache.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
 
+    def nearest_memories_batch(
+        self, user_id: str, vectors: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`nearest_memories` for many query vectors with one matrix product."""
+        import numpy as np
+
+        with self._read():
+            cache = self._memory_vectors(user_id)
+            if cache is None or k <= 0 or len(vectors) == 0:
+                return [[] for _ in range(len(vectors))]
+            scores = np.vstack([_checked(v, cache) for v in vectors]) @ cache.matrix.T
+            allowed = set(statuses)
+            if allowed != set(cache.status):
+                mask = np.fromiter((s in allowed for s in cache.status), dtype=bool, count=len(cache.status))
+                scores[:, ~mask] = -np.inf
+            k = min(k, len(cache.ids))
+            out = []
+            for row in scores:
+                top = np.argpartition(-row, k - 1)[:k]
+                top = top[np.argsort(-row[top], kind="stable")]
+                out.append([(cache.ids[i], float(row[i])) for i in top if np.isfinite(row[i])])
+            return out
+
     def _entity_cache(self, db: sqlite3.Connection, user_id: str) -> _VectorCache | None:
         import numpy as np
 
@@ -718,6 +771,25 @@ class SQLiteStore:
         return out
 
     # -- graph ------------------------------------------------------------------------
+    def related_edges(self, user_id: str, source_ids: Sequence[str], predicates: Sequence[str]) -> list[EdgeRecord]:
+        preds = list(dict.fromkeys(predicates))
+        out: list[EdgeRecord] = []
+        if not preds:
+            return out
+        with self._read() as db:
+            for chunk in _chunks(list(dict.fromkeys(source_ids)), 400):
+                out.extend(
+                    EdgeRecord(src=r[0], type=r[1], dst=r[2], user_id=r[3], weight=r[4], predicate=r[5],
+                               evidence=r[6], at=r[7])
+                    for r in db.execute(
+                        "SELECT src, type, dst, user_id, weight, predicate, evidence, at FROM edges"
+                        f" WHERE src IN ({_qmarks(len(chunk))}) AND type = 'RELATED'"
+                        f" AND predicate IN ({_qmarks(len(preds))}) AND user_id = ? ORDER BY src, predicate, dst",
+                        (*chunk, *preds, user_id),
+                    )
+                )
+        return out
+
     def expand(
         self,
         user_id: str,
@@ -776,7 +848,7 @@ class SQLiteStore:
                 (user_id,),
             ).fetchall()
         for r in mems:
-            yield self._memory_from_row(r, r[15], r[16])
+            yield self._memory_from_row(r, *r[_N_MEMORY_COLUMNS:])
         for r in ents:
             yield EntityRecord(id=r[0], user_id=r[1], name=r[2], key=r[3], label=r[4],
                                aliases=tuple(json.loads(r[5])), embedding=r[6])
@@ -796,8 +868,8 @@ class SQLiteStore:
                 out[f"edges_{typ.lower()}"] = n
             for status, n in db.execute(f"SELECT status, count(*) FROM memories {where} GROUP BY status", params):
                 out[f"memories_{status}"] = n
-        for typ in ("mentions", "related", "next"):
-            out.setdefault(f"edges_{typ}", 0)
+        for typ in EDGE_TYPES:
+            out.setdefault(f"edges_{typ.lower()}", 0)
         if self.path is not None:
             out["bytes_on_disk"] = sum(
                 p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file()

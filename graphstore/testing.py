@@ -17,7 +17,18 @@ import pytest
 
 from .jsonl import from_json, to_json
 from .protocol import ACTIVE, INVALIDATED, GraphStore
-from .records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, EdgeRecord, EntityRecord, MemoryRecord, WriteBatch
+from .protocol import SUPERSEDED, SupportsBatchMemorySearch
+from .records import (
+    EDGE_MENTIONS,
+    EDGE_NEXT,
+    EDGE_RELATED,
+    EDGE_RETRACTS,
+    EDGE_SUPERSEDES,
+    EdgeRecord,
+    EntityRecord,
+    MemoryRecord,
+    WriteBatch,
+)
 
 __all__ = ["GraphStoreConformance", "unit_vector", "make_memory", "make_entity", "DIM"]
 
@@ -112,6 +123,67 @@ class GraphStoreConformance:
         assert json.loads(got.metadata_json) == meta
         assert got.terms == rec.terms and got.session_id == "s1" and got.status == ACTIVE
         assert got.embedding == rec.embedding and got.token_vectors == rec.token_vectors
+
+    def test_lifecycle_fields_round_trip(self, store: GraphStore) -> None:
+        """Confidence, mentions, last_seen, valid_to and pinned are stored and read back; a rewrite of the
+        record (how the engine supersedes or reinforces a memory) changes them and the status together."""
+        from dataclasses import replace
+
+        rec = replace(make_memory("m_lc", terms=("budget", "50000")), confidence=0.45, mentions=2, last_seen=1500.0,
+                      pinned=True)
+        store.write(WriteBatch(memories=[rec]))
+        got = store.get_memories(["m_lc"])[0]
+        assert (got.confidence, got.mentions, got.last_seen, got.valid_to, got.pinned) == (0.45, 2, 1500.0, None, True)
+        old = store.get_memories(["m_lc"], with_vectors=True)[0]
+        store.write(WriteBatch(memories=[replace(old, status=SUPERSEDED, valid_to=2000.0)]))
+        got = store.get_memories(["m_lc"], with_vectors=True)[0]
+        assert got.status == SUPERSEDED and got.valid_to == 2000.0 and got.embedding == rec.embedding
+        assert store.lexical_stats("u1", ["budget"])[2] == {}  # no longer indexed for recall
+        assert store.nearest_memories("u1", unit_vector(1.0), 5) == []
+        assert [h[0] for h in store.nearest_memories("u1", unit_vector(1.0), 5, statuses=(SUPERSEDED,))] == ["m_lc"]
+
+    def test_supersedes_and_retracts_edges(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        store.write(WriteBatch(
+            memories=[make_memory("m_4", at=400.0), make_memory("m_5", at=500.0)],
+            edges=[EdgeRecord("m_4", EDGE_SUPERSEDES, "m_1", "u1", 1.0, at=400.0),
+                   EdgeRecord("m_5", EDGE_RETRACTS, "m_2", "u1", 1.0, at=500.0)],
+        ))
+        got = {(n.source, n.target, n.type) for n in store.expand("u1", ["m_1", "m_2"], [EDGE_SUPERSEDES, EDGE_RETRACTS])}
+        assert got == {("m_1", "m_4", EDGE_SUPERSEDES), ("m_2", "m_5", EDGE_RETRACTS)}
+        stats = store.stats("u1")
+        assert stats["edges_supersedes"] == 1 and stats["edges_retracts"] == 1
+        assert store.delete_user("u1")["edges"] == 8
+
+    def test_related_edges_by_predicate(self, store: GraphStore) -> None:
+        """The stored values of a fact: RELATED edges of one predicate leaving a subject, with their evidence."""
+        self._seed_graph(store)
+        store.write(WriteBatch(
+            entities=[make_entity("e_v1", key="50000", label="VALUE")],
+            edges=[EdgeRecord("e_dana", EDGE_RELATED, "e_v1", "u1", 1.0, predicate="budget", evidence="m_2", at=200.0)],
+        ))
+        got = store.related_edges("u1", ["e_dana", "e_missing"], ["budget", "work_at"])
+        assert [(e.src, e.dst, e.predicate, e.evidence) for e in got] == [
+            ("e_dana", "e_v1", "budget", "m_2"), ("e_dana", "e_nw", "work_at", "m_1")]
+        assert got[0].at == 200.0 and got[0].type == EDGE_RELATED
+        assert store.related_edges("u1", ["e_dana"], ["role"]) == []
+        assert store.related_edges("u2", ["e_dana"], ["budget"]) == []  # never another user's edges
+        assert store.related_edges("u1", [], ["budget"]) == [] and store.related_edges("u1", ["e_dana"], []) == []
+
+    def test_batch_memory_search_when_supported(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        if not isinstance(store, SupportsBatchMemorySearch):
+            return  # optional capability: the engine falls back to nearest_memories
+        vecs = np.vstack([unit_vector(1, 0), unit_vector(0, 1)])
+        got = store.nearest_memories_batch("u1", vecs, 2)
+        assert got == [store.nearest_memories("u1", v, 2) for v in vecs]
+
+    def test_has_memories(self, store: GraphStore) -> None:
+        assert not store.has_memories("u1")
+        self._seed_graph(store)
+        assert store.has_memories("u1") and store.has_memories("u2") and not store.has_memories("u3")
+        store.set_status(["m_9"], INVALIDATED)
+        assert store.has_memories("u2")  # whatever the status
 
     def test_missing_ids_are_skipped(self, store: GraphStore) -> None:
         self._seed_graph(store)

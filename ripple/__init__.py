@@ -26,7 +26,17 @@ from .errors import (
     UnknownUser,
 )
 from .models import Entity, Memory as MemoryRecord, PathStep, RecallHit, RecallResult, RecallTrace, ScoreParts
-from .recall.config import MergeConfig, RecallConfig, RerankConfig, RerankMethod, SeedConfig, SpreadConfig, SpreadMethod
+from .recall.config import (
+    MergeConfig,
+    RecallConfig,
+    RerankConfig,
+    RerankMethod,
+    SeedConfig,
+    SpreadConfig,
+    SpreadMethod,
+    TierConfig,
+)
+from ._lifecycle import LifecycleConfig
 from .settings import RippleSettings
 
 __version__ = "0.1.0"
@@ -37,6 +47,7 @@ __all__ = [
     "Entity",
     "ExtractionError",
     "InvalidInput",
+    "LifecycleConfig",
     "Memory",
     "MemoryNotFound",
     "MemoryRecord",
@@ -59,6 +70,7 @@ __all__ = [
     "SpreadMethod",
     "StoreError",
     "StoreUnavailable",
+    "TierConfig",
     "UnknownUser",
     "__version__",
 ]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Generator, Sequence
 from extractors.base import Extraction
 from extractors.normalize import entity_key
 from extractors.text import STOPWORDS_EN, lexical_tokens
+from graphstore.protocol import ACTIVE
 from graphstore.records import (
     EDGE_MENTIONS,
     EDGE_NEXT,
@@ -31,6 +32,7 @@ from graphstore.records import (
     WriteBatch,
 )
 
+from ._lifecycle import Decisions, LifecycleConfig, lifecycle_plan
 from .embedding import pack_tokens
 from .models import AddItem
 from .recall.pipeline import Call
@@ -89,16 +91,20 @@ class Prepared:
 
 
 def ingest_plan(
-    prepared: Sequence[Prepared], *, now: float, replacing: MemoryRecord | None = None
+    prepared: Sequence[Prepared], *, now: float, replacing: MemoryRecord | None = None,
+    lifecycle: LifecycleConfig | None = None,
 ) -> Generator[Call, Any, list[MemoryRecord]]:
     """Resolve entities, chain sessions, build and write one batch; returns the stored memories.
 
     With ``replacing`` (one prepared item: an update), the new record keeps that
     memory's id, creation time, counters, status and NEXT links, and its old
-    MENTIONS edges are replaced in the same write.
+    MENTIONS edges are replaced in the same write.  With ``lifecycle``, repeats
+    reinforce the memory they repeat (which is returned in their place), and
+    retractions, corrections and new fact values update older memories in the
+    same write (see :mod:`ripple._lifecycle`).
     """
     batch = WriteBatch()
-    memories: list[MemoryRecord] = []
+    out: dict[int, MemoryRecord] = {}
     by_user: dict[str, list[int]] = defaultdict(list)
     for i, p in enumerate(prepared):
         by_user[p.item.user_id].append(i)
@@ -116,6 +122,8 @@ def ingest_plan(
             for fact in prepared[i].extraction.facts:
                 if entity_key(fact.value):
                     names.setdefault(entity_key(fact.value), (fact.value, "VALUE"))
+                if fact.subject not in ("user", "") and entity_key(fact.subject):
+                    names.setdefault(entity_key(fact.subject), (fact.subject, "NOUN"))
         named = {k for k, (_, label) in names.items() if label in NAMED_LABELS}
         token_keys = {t for k in named for t in _name_tokens(k)}
         lookup = list(names) + sorted({f"~{k}" for k in named if " " not in k} | token_keys - set(names))
@@ -178,9 +186,15 @@ def ingest_plan(
         if any(prepared[i].extraction.facts for i in idxs):
             batch.entities.append(EntityRecord(id=self_id, user_id=user, name="(user)", key=SELF_KEY, label="SELF"))
 
+        # ---- lifecycle: repeats, retractions, corrections, superseded facts
+        life = Decisions()
+        if lifecycle is not None and replacing is None:
+            life = yield from lifecycle_plan(user, idxs, prepared, mem_ids, resolved, self_id, lifecycle)
+        live = [i for i in idxs if i not in life.duplicate_of]
+
         # ---- NEXT chains per session, in event-time order (stable for equal times)
         sessions: dict[str, list[int]] = defaultdict(list)
-        for i in idxs:
+        for i in live:
             sid = prepared[i].item.session_id
             if sid is not None:
                 sessions[sid].append(i)
@@ -193,26 +207,31 @@ def ingest_plan(
                 prev = mem_ids[i]
 
         # ---- memories, MENTIONS, RELATED
-        for i in idxs:
+        for i in live:
             p = prepared[i]
             ex = p.extraction
             mid = mem_ids[i]
-            kind = p.item.kind or ex.kind
+            kind = p.item.kind or life.kind.get(i) or ex.kind
             importance = p.item.importance if "importance" in p.item.model_fields_set else _KIND_IMPORTANCE.get(kind, 0.5)
+            metadata = p.item.metadata if i not in life.notes else {**p.item.metadata, "ripple": life.notes[i]}
             rec = MemoryRecord(
                 id=mid, user_id=user, text=p.item.text, at=p.at, created_at=now, agent_id=p.item.agent_id,
                 session_id=p.item.session_id, kind=kind, importance=importance,
-                metadata_json=json.dumps(p.item.metadata, ensure_ascii=False, sort_keys=False),
-                language=ex.language, terms=tuple(lexical_tokens(p.item.text)),
+                metadata_json=json.dumps(metadata, ensure_ascii=False, sort_keys=False),
+                language=ex.language, terms=tuple(lexical_tokens(p.item.text)) + life.extra_terms.get(i, ()),
                 embedding=p.vector.astype("float32").tobytes(), token_vectors=pack_tokens(p.tokens),
+                status=life.status.get(i, ACTIVE), valid_to=life.valid_to.get(i),
+                confidence=life.confidence.get(i, float(getattr(ex, "confidence", 1.0))),
             )
             if replacing is not None:
                 rec = replace(rec, created_at=replacing.created_at, access_count=replacing.access_count,
-                              last_access=replacing.last_access, status=replacing.status)
-            memories.append(rec)
+                              last_access=replacing.last_access, status=replacing.status, mentions=replacing.mentions,
+                              last_seen=replacing.last_seen, valid_to=replacing.valid_to, pinned=replacing.pinned)
+            out[i] = rec
             batch.memories.append(rec)
             mentioned = list(dict.fromkeys(
-                eid for e in ex.entities for eid in (resolved[e.key], *also.get(e.key, ()))
+                [eid for e in ex.entities for eid in (resolved[e.key], *also.get(e.key, ()))]
+                + life.extra_mentions.get(i, [])
             ))
             for eid in mentioned:
                 batch.edges.append(EdgeRecord(mid, EDGE_MENTIONS, eid, user, 1.0, at=p.at))
@@ -226,10 +245,18 @@ def ingest_plan(
                 s, d = resolved.get(tr.subject), resolved.get(tr.object)
                 if s and d and s != d:
                     batch.edges.append(EdgeRecord(s, EDGE_RELATED, d, user, tr.weight, predicate=tr.predicate, evidence=mid, at=p.at))
-            for fact in ex.facts:
+            for n, fact in enumerate(ex.facts):
                 d = resolved.get(entity_key(fact.value))
-                if d:
-                    batch.edges.append(EdgeRecord(self_id, EDGE_RELATED, d, user, 1.0, predicate=fact.attribute, evidence=mid, at=p.at))
-                    batch.edges.append(EdgeRecord(mid, EDGE_MENTIONS, d, user, 1.0, at=p.at))
+                if not d:
+                    continue
+                batch.edges.append(EdgeRecord(mid, EDGE_MENTIONS, d, user, 1.0, at=p.at))
+                subject = self_id if fact.subject in ("user", "") else resolved.get(entity_key(fact.subject))
+                if subject and subject != d and (lifecycle is None or (i, n) in life.profile_facts):
+                    batch.edges.append(EdgeRecord(subject, EDGE_RELATED, d, user, 1.0, predicate=fact.attribute,
+                                                  evidence=mid, at=p.at))
+        batch.memories.extend(life.rewrites.values())
+        batch.edges.extend(life.edges)
+        for i, target in life.duplicate_of.items():
+            out[i] = life.rewrites.get(target) or out[mem_ids.index(target)]
     yield Call("write", (batch,), {"replace_mentions_of": [replacing.id] if replacing is not None else []})
-    return memories
+    return [out[i] for i in range(len(prepared)) if i in out]

@@ -16,11 +16,14 @@ import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, Mapping, Sequence, TypeVar
 
+from dataclasses import replace
+
 from pydantic import ValidationError
 
-from graphstore import INVALIDATED, AsyncGraphStore, GraphStore, open_store
+from graphstore import ACTIVE, EDGE_SUPERSEDES, INVALIDATED, SUPERSEDED, AsyncGraphStore, GraphStore, WriteBatch, open_store
 from graphstore.records import MemoryRecord
 
+from ._lifecycle import LifecycleConfig
 from .errors import ConfigError, InvalidInput, MemoryNotFound, UnknownUser
 from .models import (
     AddItem,
@@ -34,7 +37,7 @@ from .models import (
     as_utc,
 )
 from .recall.config import RecallConfig
-from .recall.pipeline import MODES, Call, PlanResult, QueryInput, recall_plan
+from .recall.pipeline import MODES, Call, PlanResult, QueryInput, recall_plan, tier_of
 from .settings import RippleSettings
 
 if TYPE_CHECKING:
@@ -48,6 +51,9 @@ __all__ = ["Memory", "AsyncMemory"]
 T = TypeVar("T")
 _MAX_K = 1000
 _CHUNK = 256  # items per atomic write batch in add_many
+_MAX_VERSIONS = 50  # hops followed along SUPERSEDES edges
+_PAGE = 5_000  # memories per page when a maintenance pass walks a user's memories
+_BATCH_SEARCHES = {"nearest_entities_batch": "nearest_entities", "nearest_memories_batch": "nearest_memories"}
 
 
 def _ts(value: datetime) -> float:
@@ -63,7 +69,8 @@ def _to_model(r: MemoryRecord) -> MemoryModel:
         id=r.id, user_id=r.user_id, text=r.text, at=_dt(r.at), created_at=_dt(r.created_at),  # type: ignore[arg-type]
         agent_id=r.agent_id, session_id=r.session_id, kind=r.kind, importance=r.importance,
         status=r.status, access_count=r.access_count, last_access=_dt(r.last_access),  # type: ignore[arg-type]
-        language=r.language, metadata=json.loads(r.metadata_json),
+        language=r.language, confidence=r.confidence, mentions=r.mentions, last_seen=_dt(r.last_seen),
+        valid_to=_dt(r.valid_to), pinned=r.pinned, metadata=json.loads(r.metadata_json),
     )
 
 
@@ -78,6 +85,7 @@ class _BaseMemory:
         embedder: "str | Embedder | None" = None,
         extractor: "Extractor | None" = None,
         config: RecallConfig | None = None,
+        lifecycle: LifecycleConfig | None = None,
         settings: RippleSettings | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
@@ -89,6 +97,7 @@ class _BaseMemory:
         self._embedder: Embedder | None = None if isinstance(self._embedder_spec, str) else self._embedder_spec
         self._extractor = extractor
         self.config = config or RecallConfig()
+        self.lifecycle = lifecycle or LifecycleConfig()
         self._clock = clock or time.time
         self._model_lock = threading.Lock()
         self._cross_encoders: dict[str, Any] = {}
@@ -225,7 +234,7 @@ class _BaseMemory:
                     memory=_to_model(plan.records[c.id]), score=float(c.score), rank=rank, path=path, via=c.via,
                     parts=ScoreParts(seed=c.seed, lexical=c.lexical, dense=c.dense, late=c.late,
                                      activation=c.activation, recency=c.recency, importance=c.importance,
-                                     rerank=c.rerank),
+                                     confidence=c.confidence, tier=c.tier, rerank=c.rerank),
                 )
             )
         trace = RecallTrace(
@@ -245,14 +254,14 @@ class _BaseMemory:
 
     def _op_require_user(self, user_id: Any) -> Generator[Call, Any, str]:
         self._check_user(user_id)
-        if not (yield Call("list_memories", (user_id,), {"limit": 1})):
+        if not (yield Call("has_memories", (user_id,))):
             raise UnknownUser(f"no memories stored for user {user_id!r}")
         return user_id  # type: ignore[no-any-return]
 
     def _op_add_chunk(self, prepared: "list[Prepared]") -> Generator[Call, Any, list[MemoryModel]]:
         from ._ingest import ingest_plan
 
-        records = yield from ingest_plan(prepared, now=self._clock())
+        records = yield from ingest_plan(prepared, now=self._clock(), lifecycle=self.lifecycle)
         return [_to_model(r) for r in records]
 
     def _op_update(self, memory_id: str, text: str | None, metadata: dict[str, Any] | None,
@@ -276,9 +285,73 @@ class _BaseMemory:
         yield from self._op_get_record(memory_id)
         yield Call("delete_memories", ([memory_id],))
 
-    def _op_forget(self, memory_id: str) -> Generator[Call, Any, None]:
-        yield from self._op_get_record(memory_id)
-        yield Call("set_status", ([memory_id], INVALIDATED))
+    def _op_forget(self, memory_id: str | None, query: str | None, user_id: str | None) -> Generator[Call, Any, MemoryModel]:
+        if (memory_id is None) == (query is None):
+            raise InvalidInput("forget needs either a memory id or query= (with user_id=)")
+        if query is not None:
+            if user_id is None:
+                raise InvalidInput("forget(query=...) needs user_id=")
+            found = yield from self._op_recall(query, user_id, 1, "ripple", None, False, False)
+            if not found.hits:
+                raise MemoryNotFound(f"no active memory of {user_id!r} matches {query!r}")
+            memory_id = found.hits[0].memory.id
+        rec = yield from self._op_get_record(memory_id)
+        yield Call("set_status", ([rec.id], INVALIDATED))
+        return _to_model(replace(rec, status=INVALIDATED))
+
+    def _op_pin(self, memory_id: str, pinned: bool) -> Generator[Call, Any, MemoryModel]:
+        rec = yield from self._op_get_record(memory_id)
+        (full,) = yield Call("get_memories", ([rec.id],), {"with_vectors": True})
+        full = replace(full, pinned=bool(pinned))
+        yield Call("write", (WriteBatch(memories=[full]),))
+        return _to_model(full)
+
+    def _op_versions(self, records: Sequence[MemoryRecord], user_id: str) -> Generator[Call, Any, list[list[MemoryRecord]]]:
+        """Each record's versions (itself, what it superseded and what superseded it), oldest first."""
+        group = {r.id: r.id for r in records}  # memory id -> id of the record whose versions it is
+        known = {r.id: r for r in records}
+        frontier = list(group)
+        for _ in range(_MAX_VERSIONS):
+            if not frontier:
+                break
+            rows = yield Call("expand", (user_id, frontier, [EDGE_SUPERSEDES]))
+            nxt = []
+            for n in rows:
+                if n.target not in group:
+                    group[n.target] = group[n.source]
+                    nxt.append(n.target)
+            frontier = nxt
+        missing = [m for m in group if m not in known]
+        if missing:
+            known.update((r.id, r) for r in (yield Call("get_memories", (missing,))))
+        out: dict[str, list[MemoryRecord]] = {r.id: [] for r in records}
+        for mid, root in group.items():
+            if mid in known:
+                out[root].append(known[mid])
+        return [sorted(out[r.id], key=lambda m: (m.at, m.created_at, m.id)) for r in records]
+
+    def _op_history(self, memory_id: str) -> Generator[Call, Any, list[MemoryModel]]:
+        rec = yield from self._op_get_record(memory_id)
+        (versions,) = yield from self._op_versions([rec], rec.user_id)
+        return [_to_model(r) for r in versions]
+
+    def _op_maintain(self, user_id: str, now: float | None) -> Generator[Call, Any, dict[str, int]]:
+        yield from self._op_require_user(user_id)
+        at = self._clock() if now is None else now
+        counts: dict[str, int] = {"hot": 0, "warm": 0, "cold": 0, "frozen": 0, "superseded": 0, "invalidated": 0,
+                                  "pinned": 0}
+        offset = 0
+        while True:
+            page = yield Call("list_memories", (user_id,), {"limit": _PAGE, "offset": offset})
+            for rec in page:
+                if rec.status != ACTIVE:
+                    counts[rec.status] += 1
+                    continue
+                counts["pinned"] += int(rec.pinned)
+                counts[tier_of(rec, at, self.config.merge.tiers)[0]] += 1
+            if len(page) < _PAGE:
+                return counts
+            offset += _PAGE
 
     def _op_get_all(self, user_id: str, session_id: str | None, limit: int | None) -> Generator[Call, Any, list[MemoryModel]]:
         yield from self._op_require_user(user_id)
@@ -286,18 +359,46 @@ class _BaseMemory:
         return [_to_model(r) for r in records]
 
     def _op_recall(self, query: str, user_id: str, k: int, mode: str, config: RecallConfig | None,
-                   touch: bool) -> Generator[Call, Any, RecallResult]:
+                   touch: bool, include_history: bool) -> Generator[Call, Any, RecallResult]:
         self._check_query(query, k, mode)
-        self._check_user(user_id)
+        yield from self._op_require_user(user_id)  # before any model is loaded for the query
         t0 = time.perf_counter()
+        cfg = config or self.config
+        if include_history:
+            statuses = tuple(dict.fromkeys((*cfg.merge.include_statuses, ACTIVE, SUPERSEDED)))
+            cfg = cfg.model_copy(update={"merge": cfg.merge.model_copy(update={"include_statuses": statuses})})
         q = yield Call("query_input", (query, user_id, k, mode), local=True)
-        plan = yield from recall_plan(q, config or self.config)
+        plan = yield from recall_plan(q, cfg)
         result = self._shape(q, plan, (time.perf_counter() - t0) * 1000.0)
-        if not result.hits:  # only an empty result pays for telling "unknown user" from "nothing found"
-            yield from self._op_require_user(user_id)
+        if include_history and result.hits:
+            result = yield from self._with_history(result, user_id)
         if touch and result.hits:
             yield Call("touch", ([h.memory.id for h in result.hits], self._clock()))
         return result
+
+    def _with_history(self, result: RecallResult, user_id: str) -> Generator[Call, Any, RecallResult]:
+        """Every hit with its other versions next to it, oldest first, at the rank of the best of them."""
+        from .models import RecallHit
+
+        records = yield Call("get_memories", ([h.memory.id for h in result.hits],))
+        by_id = {r.id: r for r in records}
+        groups = yield from self._op_versions([by_id[h.memory.id] for h in result.hits if h.memory.id in by_id], user_id)
+        hits_by_id = {h.memory.id: h for h in result.hits}
+        out: list[RecallHit] = []
+        placed: set[str] = set()
+        for hit, versions in zip([h for h in result.hits if h.memory.id in by_id], groups):
+            if hit.memory.id in placed:
+                continue
+            for rec in versions:
+                if rec.id in placed or rec.status == INVALIDATED:
+                    continue
+                placed.add(rec.id)
+                have = hits_by_id.get(rec.id)
+                out.append((have or hit).model_copy(update={
+                    "memory": _to_model(rec), "rank": len(out) + 1,
+                    **({} if have else {"via": "history", "path": (), "parts": hit.parts}),
+                }))
+        return result.model_copy(update={"hits": tuple(out)})
 
     def _chunks(self, items: Iterable[Mapping[str, Any] | AddItem], progress: bool) -> Iterator[list[AddItem]]:
         """Validated items in write batches (all validated before the first is yielded), with a progress bar."""
@@ -319,8 +420,9 @@ class _BaseMemory:
 
     @staticmethod
     def _store_call(call: Call, store: Any) -> Any:
-        """The bound store method a request names (with the batch entity search fallback)."""
-        if call.method == "nearest_entities_batch" and not hasattr(store, "nearest_entities_batch"):
+        """The bound store method a request names; None for an optional batch search the store lacks
+        (the driver then runs the one-vector search per vector)."""
+        if call.method in _BATCH_SEARCHES and not hasattr(store, call.method):
             return None
         return getattr(store, call.method)
 
@@ -386,9 +488,10 @@ class Memory(_BaseMemory):
                     value = self._local(call)
                 else:
                     method = self._store_call(call, store)
-                    if method is None:  # no batch entity search: one search per vector
+                    if method is None:  # no batch search: one search per vector
                         user, vectors, k = call.args
-                        value = [store.nearest_entities(user, v, k) for v in vectors]
+                        one = getattr(store, _BATCH_SEARCHES[call.method])
+                        value = [one(user, v, k, **call.kwargs) for v in vectors]
                     else:
                         value = method(*call.args, **call.kwargs)
                 call = op.send(value)
@@ -439,9 +542,32 @@ class Memory(_BaseMemory):
         """Delete every node, edge and index entry of a user; returns counts."""
         return self._store.delete_user(self._check_user(user_id))
 
-    def forget(self, memory_id: str) -> None:
-        """Invalidate a memory: it never comes back in recall, but stays exportable."""
-        self._drive(self._op_forget(memory_id))
+    def forget(self, memory_id: str | None = None, *, query: str | None = None,
+               user_id: str | None = None) -> MemoryModel:
+        """Invalidate a memory: it never comes back in recall, but stays exportable until deleted.
+
+        Name it by id, or by ``query=`` and ``user_id=`` (the user's best
+        recall hit for the query is the one forgotten); returns it.
+        """
+        return self._drive(self._op_forget(memory_id, query, user_id))
+
+    def pin(self, memory_id: str, pinned: bool = True) -> MemoryModel:
+        """Keep a memory at full weight in every forgetting tier (or stop doing so)."""
+        with self._write_lock:
+            return self._drive(self._op_pin(memory_id, pinned))
+
+    def history(self, memory_id: str) -> list[MemoryModel]:
+        """Every version of a memory (what it superseded and what superseded it), oldest first."""
+        return self._drive(self._op_history(memory_id))
+
+    def maintain(self, *, user_id: str, now: datetime | None = None) -> dict[str, int]:
+        """A maintenance pass: how many of a user's memories are in each forgetting tier now.
+
+        The tiers apply at every recall anyway (see :class:`~ripple.TierConfig`);
+        this pass reports them (``ripple maintain``) and counts superseded,
+        invalidated and pinned memories.
+        """
+        return self._drive(self._op_maintain(user_id, None if now is None else _ts(now)))
 
     # -- reads ------------------------------------------------------------------------------------
     def get(self, memory_id: str) -> MemoryModel:
@@ -453,14 +579,17 @@ class Memory(_BaseMemory):
         return self._drive(self._op_get_all(user_id, session_id, limit))
 
     def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple",
-               config: RecallConfig | None = None, touch: bool = True) -> RecallResult:
+               config: RecallConfig | None = None, touch: bool = True, include_history: bool = False) -> RecallResult:
         """The ``k`` memories most related to ``query``, each with its score parts and path.
 
         ``mode="flat"`` is plain dense top-k through the same API (the baseline);
         ``"bm25"`` and ``"hybrid"`` (RRF) are the other baselines; ``"ripple"``
-        seeds, spreads, merges and reranks as configured.
+        seeds, spreads, merges and reranks as configured.  Superseded memories
+        are left out unless ``include_history=True``, which puts every version
+        of a hit next to it, oldest first.  ``touch`` counts the hits as used
+        (which keeps them in the hot forgetting tier).
         """
-        return self._drive(self._op_recall(query, user_id, k, mode, config, touch))
+        return self._drive(self._op_recall(query, user_id, k, mode, config, touch, include_history))
 
     # -- housekeeping --------------------------------------------------------------------------------
     def export(self, *, user_id: str) -> Iterator[dict[str, Any]]:
@@ -541,9 +670,10 @@ class AsyncMemory(_BaseMemory):
                     value = await _thread(self._local, call)
                 else:
                     method = self._store_call(call, store)
-                    if method is None:  # no batch entity search: one search per vector
+                    if method is None:  # no batch search: one search per vector
                         user, vectors, k = call.args
-                        value = [await self._call_store("nearest_entities", user, v, k) for v in vectors]
+                        value = [await self._call_store(_BATCH_SEARCHES[call.method], user, v, k, **call.kwargs)
+                                 for v in vectors]
                     else:
                         value = await self._call_store(call.method, *call.args, **call.kwargs)
                 call = op.send(value)
@@ -587,8 +717,19 @@ class AsyncMemory(_BaseMemory):
     async def delete_all(self, *, user_id: str) -> dict[str, int]:
         return await self._call_store("delete_user", self._check_user(user_id))  # type: ignore[no-any-return]
 
-    async def forget(self, memory_id: str) -> None:
-        await self._drive(self._op_forget(memory_id))
+    async def forget(self, memory_id: str | None = None, *, query: str | None = None,
+                     user_id: str | None = None) -> MemoryModel:
+        return await self._drive(self._op_forget(memory_id, query, user_id))
+
+    async def pin(self, memory_id: str, pinned: bool = True) -> MemoryModel:
+        async with self._write_lock:
+            return await self._drive(self._op_pin(memory_id, pinned))
+
+    async def history(self, memory_id: str) -> list[MemoryModel]:
+        return await self._drive(self._op_history(memory_id))
+
+    async def maintain(self, *, user_id: str, now: datetime | None = None) -> dict[str, int]:
+        return await self._drive(self._op_maintain(user_id, None if now is None else _ts(now)))
 
     # -- reads ------------------------------------------------------------------------------------
     async def get(self, memory_id: str) -> MemoryModel:
@@ -598,9 +739,10 @@ class AsyncMemory(_BaseMemory):
         return await self._drive(self._op_get_all(user_id, session_id, limit))
 
     async def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple",
-                     config: RecallConfig | None = None, touch: bool = True) -> RecallResult:
+                     config: RecallConfig | None = None, touch: bool = True,
+                     include_history: bool = False) -> RecallResult:
         """The ``k`` memories most related to ``query`` (see :meth:`Memory.recall`)."""
-        return await self._drive(self._op_recall(query, user_id, k, mode, config, touch))
+        return await self._drive(self._op_recall(query, user_id, k, mode, config, touch, include_history))
 
     # -- housekeeping --------------------------------------------------------------------------------
     async def export(self, *, user_id: str) -> list[dict[str, Any]]:

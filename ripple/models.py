@@ -29,7 +29,8 @@ __all__ = [
 ]
 
 MAX_TEXT_CHARS = 100_000
-MemoryKind = Literal["message", "fact", "preference", "personal_info", "event", "decision", "todo", "document"]
+MemoryKind = Literal["message", "fact", "preference", "personal_info", "event", "decision", "todo", "document",
+                     "retraction", "correction"]
 MemoryStatus = Literal["active", "superseded", "invalidated"]
 
 
@@ -58,6 +59,11 @@ class Memory(_Frozen):
     access_count: int = 0
     last_access: datetime | None = None
     language: str = "en"
+    confidence: float = Field(1.0, description="0-1; hedged statements start low, repetition raises it")
+    mentions: int = Field(1, description="how many times this was said (near-duplicates reinforce it)")
+    last_seen: datetime | None = Field(None, description="when it was last said again")
+    valid_to: datetime | None = Field(None, description="when a newer fact superseded it")
+    pinned: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -93,6 +99,8 @@ class ScoreParts(_Frozen):
     activation: float = 0.0
     recency: float = 1.0
     importance: float = 0.5
+    confidence: float = 1.0
+    tier: str = Field("hot", description="forgetting tier at recall time: hot, warm, cold or frozen")
     rerank: float | None = None
 
 

@@ -81,6 +81,12 @@ def test_add_recall_stats_export_import(tmp_path: Path, capsys: pytest.CaptureFi
     assert "2 memories" in capsys.readouterr().out
     assert main(["--store", str(tmp_path / "other"), "recall", "procurement", "--user", "u1", "-k", "1"]) == 0
     assert "Dana Whitfield" in capsys.readouterr().out
+    assert main(["--store", store, "maintain", "--user", "u1", "--json"]) == 0
+    assert sum(v for k, v in json.loads(capsys.readouterr().out).items() if k != "pinned") == 2
+    assert main(["--store", store, "forget", "--query", "procurement at Northwind", "--user", "u1"]) == 0
+    assert "Dana Whitfield" in capsys.readouterr().out
+    assert main(["--store", store, "maintain", "--user", "u1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["invalidated"] == 1
 
 
 @pytest.mark.slow

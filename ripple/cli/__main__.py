@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "add": ("ripple.cli.cmd_add", "store a text (or a JSONL file of items) as memories"),
     "recall": ("ripple.cli.cmd_recall", "recall memories related to a query"),
     "demo": ("ripple.cli.cmd_demo", "ingest a sample conversation and compare ripple with flat recall"),
+    "forget": ("ripple.cli.cmd_forget", "invalidate a memory (by id, or the best match of --query)"),
+    "maintain": ("ripple.cli.cmd_maintain", "forgetting tiers of a user's memories now"),
     "stats": ("ripple.cli.cmd_stats", "counts of memories, entities and edges"),
     "export": ("ripple.cli.cmd_export", "write a user's graph as JSONL"),
     "import": ("ripple.cli.cmd_import", "load a JSONL export into the store"),

@@ -18,6 +18,7 @@ __all__ = [
     "SpreadMethod",
     "SpreadConfig",
     "MergeMethod",
+    "TierConfig",
     "MergeConfig",
     "RerankMethod",
     "RerankConfig",
@@ -101,6 +102,37 @@ class MergeMethod(str, Enum):
     RRF = "rrf"
 
 
+class TierConfig(_Config):
+    """Forgetting tiers: how much an unused memory's score is kept as it ages.
+
+    A memory's *last activity* is the latest of when it happened, when it was
+    last said again and when a recall last returned it.  Pinned memories and
+    frequently used ones (``frequent_uses`` recalls and repetitions) stay at
+    full weight; otherwise the tier follows the days since the last activity:
+
+    ======  =====================  ================
+    tier    days since activity    weight
+    ======  =====================  ================
+    hot     up to ``hot_days``     1
+    warm    up to ``warm_days``    ``warm_weight``
+    cold    up to ``cold_days``    ``cold_weight``
+    frozen  older                  ``frozen_weight``
+    ======  =====================  ================
+
+    Cold and frozen memories are not surfaced proactively.  Invalidated
+    memories are never recalled, whatever their tier.
+    """
+
+    enabled: bool = True
+    hot_days: float = Field(7.0, ge=0)
+    warm_days: float = Field(30.0, ge=0)
+    cold_days: float = Field(90.0, ge=0)
+    warm_weight: float = Field(1.0, ge=0, le=1)
+    cold_weight: float = Field(0.8, ge=0, le=1)
+    frozen_weight: float = Field(0.6, ge=0, le=1)
+    frequent_uses: int = Field(3, ge=1, description="recalls + repetitions that keep a memory hot")
+
+
 class MergeConfig(_Config):
     """Stage 3: combine seed score, activation, time, importance and status.
 
@@ -120,6 +152,10 @@ class MergeConfig(_Config):
     half_life_days: float = Field(30.0, gt=0)
     recency_cue_weight: float = Field(0.3, ge=0, le=1, description="time weight when the query asks for recency")
     importance_weight: float = Field(0.0, ge=0, le=1)
+    confidence_weight: float = Field(
+        0.3, ge=0, le=1, description="share of the score scaled by the memory's confidence (hedged statements rank lower)"
+    )
+    tiers: TierConfig = TierConfig()
     include_statuses: tuple[str, ...] = ("active",)
 
 

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any, Generator, Sequence
 from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, Neighbor
 
 from .activation import Edge, SpreadResult, spread_flow
-from .config import MergeMethod, RecallConfig, RerankMethod, SpreadMethod
+from .config import MergeMethod, RecallConfig, RerankMethod, SpreadMethod, TierConfig
 from .scoring import bm25, maxsim, minmax, recency_factor, rrf, top, weighted_sum
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Call", "QueryInput", "Candidate", "PlanResult", "recall_plan", "MODES", "has_recency_cue"]
+__all__ = ["Call", "QueryInput", "Candidate", "PlanResult", "recall_plan", "MODES", "has_recency_cue", "tier_of"]
 
 MODES = ("ripple", "flat", "bm25", "hybrid", "ppr")
 _RECENCY_CUES = re.compile(
@@ -80,6 +80,8 @@ class Candidate:
     activation: float = 0.0
     recency: float = 1.0
     importance: float = 0.5
+    confidence: float = 1.0
+    tier: str = "hot"
     rerank: float | None = None
     via: str = "seed"
     path: list[Edge] = field(default_factory=list)
@@ -378,6 +380,23 @@ def _blend_rerank(head: list[Candidate], scores: dict[str, float], weight: float
     return sorted(head, key=lambda c: (-c.score, c.id))
 
 
+def tier_of(rec: Any, now: float, cfg: TierConfig) -> tuple[str, float]:
+    """The forgetting tier of a memory record at time ``now`` and its score weight (see :class:`TierConfig`)."""
+    if not cfg.enabled:
+        return "hot", 1.0
+    if rec.pinned or rec.access_count + rec.mentions - 1 >= cfg.frequent_uses:
+        return "hot", 1.0
+    last = max(rec.at, rec.last_seen or 0.0, rec.last_access or 0.0)
+    days = (now - last) / 86400.0
+    if days <= cfg.hot_days:
+        return "hot", 1.0
+    if days <= cfg.warm_days:
+        return "warm", cfg.warm_weight
+    if days <= cfg.cold_days:
+        return "cold", cfg.cold_weight
+    return "frozen", cfg.frozen_weight
+
+
 def _finish(
     q: QueryInput,
     cands: list[Candidate],
@@ -397,11 +416,15 @@ def _finish(
     if q.mode == "ripple" and merge_cfg.recency_cue_weight > time_w and has_recency_cue(q.text):
         time_w = merge_cfg.recency_cue_weight
     if q.mode == "ripple":
+        conf_w, tiers = merge_cfg.confidence_weight, merge_cfg.tiers
         for c in cands:
             rec = records[c.id]
             c.importance = rec.importance
+            c.confidence = rec.confidence
             c.recency = recency_factor((q.now - rec.at) / 86400.0, merge_cfg.half_life_days)
+            c.tier, tier_weight = tier_of(rec, q.now, tiers)
             c.score = c.score * (1.0 - time_w + time_w * c.recency) + merge_cfg.importance_weight * (rec.importance - 0.5)
+            c.score *= (1.0 - conf_w + conf_w * rec.confidence) * tier_weight
         cands.sort(key=lambda c: (-c.score, c.id))
     timer.lap("merge.records", len(cands), time_weight=time_w)
     if q.mode == "ripple" and rr.method != RerankMethod.NONE:

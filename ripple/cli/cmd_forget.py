@@ -1,0 +1,21 @@
+"""``ripple forget``: invalidate a memory by id, or the best match of a query."""
+
+from __future__ import annotations
+
+import argparse
+
+from ripple import Memory
+from ripple.settings import RippleSettings
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("memory_id", nargs="?", help="the memory to forget")
+    p.add_argument("--query", "-q", help="forget the user's best recall hit for this query instead")
+    p.add_argument("--user", "-u", help="the user (with --query)")
+
+
+def run(args: argparse.Namespace, settings: RippleSettings) -> int:
+    with Memory(settings=settings) as mem:
+        gone = mem.forget(args.memory_id, query=args.query, user_id=args.user)
+    print(f"forgot {gone.id}: {gone.text}")
+    return 0

@@ -1,0 +1,239 @@
+"""Memory that stays true over time (issue #5), on every backend: facts that supersede, retractions,
+corrections, repeats, hedges, forgetting tiers with injected time, and complete deletion."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from ripple import Memory, RippleSettings
+from ripple.errors import InvalidInput, MemoryNotFound
+
+pytestmark = pytest.mark.slow
+
+T0 = datetime(2026, 6, 1, 9, 0, tzinfo=timezone.utc)
+
+
+class Clock:
+    """Injected time: tests move it, nothing sleeps."""
+
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now.timestamp()
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(T0 + timedelta(days=1))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def mem(request: pytest.FixtureRequest, tmp_path: Path, embedder: Any, extractor: Any, clock: Clock) -> Iterator[Memory]:
+    if request.param == "sqlite":
+        m = Memory(path=str(tmp_path / "store"), embedder=embedder, extractor=extractor, clock=clock)
+        yield m
+        m.close()
+        return
+    from tests.graphstore.test_neo4j import PASSWORD, URI, wipe
+
+    drv = request.getfixturevalue("driver")
+    wipe(drv)
+    m = Memory(store=URI, settings=RippleSettings(neo4j_password=PASSWORD), embedder=embedder, extractor=extractor,
+               clock=clock)
+    try:
+        yield m
+    finally:
+        m.close()
+        wipe(drv)
+
+
+def say(mem: Memory, text: str, day: float, session: str = "s1", user: str = "u1") -> Any:
+    (m,) = mem.add(text, user_id=user, session_id=session, at=T0 + timedelta(days=day))
+    return m
+
+
+def test_a_new_value_supersedes_the_old_one_in_english(mem: Memory) -> None:
+    old = say(mem, "Our budget for the office move is 50,000 CNY.", 0)
+    say(mem, "I booked the movers for the second week of July.", 1)
+    new = say(mem, "The budget is now 60k.", 2, session="s2")
+    assert mem.get(old.id).status == "superseded"
+    assert mem.get(old.id).valid_to == new.at
+    assert mem.get(new.id).status == "active"
+
+    ids = [h.memory.id for h in mem.recall("What is the budget?", user_id="u1", k=5).hits]
+    assert new.id in ids and old.id not in ids
+    both = [h.memory.id for h in mem.recall("What is the budget?", user_id="u1", k=5, include_history=True).hits]
+    assert old.id in both and both.index(old.id) + 1 == both.index(new.id)  # side by side, oldest first
+    assert [m.id for m in mem.history(new.id)] == [old.id, new.id]
+    assert [m.id for m in mem.history(old.id)] == [old.id, new.id]
+
+
+def test_a_new_value_supersedes_the_old_one_in_chinese(mem: Memory) -> None:
+    old = say(mem, "项目预算是五万。", 0)
+    new = say(mem, "预算加到六万了。", 3)
+    assert mem.get(old.id).status == "superseded" and mem.get(new.id).status == "active"
+    hits = mem.recall("预算是多少？", user_id="u1", k=3).hits
+    assert hits[0].memory.id == new.id and old.id not in [h.memory.id for h in hits]
+    assert [m.id for m in mem.history(new.id)] == [old.id, new.id]
+
+
+def test_different_attributes_and_multi_valued_ones_do_not_supersede(mem: Memory) -> None:
+    a = say(mem, "The budget is 50,000 CNY.", 0)
+    b = say(mem, "The deadline is March 3.", 1)
+    c = say(mem, "I love hiking.", 2)
+    d = say(mem, "I love sushi.", 3)
+    assert all(mem.get(m.id).status == "active" for m in (a, b, c, d))
+
+
+def test_retraction_by_message_in_english(mem: Memory) -> None:
+    plan = say(mem, "Let's plan a weekend trip to Lisbon in May.", 0)
+    other = say(mem, "My sister Ada is visiting from Lagos next week.", 0.5)
+    (retraction,) = mem.add("Never mind, drop the Lisbon plan.", user_id="u1", session_id="s1",
+                            at=T0 + timedelta(days=1))
+    assert mem.get(plan.id).status == "invalidated"
+    assert mem.get(other.id).status == "active"
+    assert retraction.metadata["ripple"]["retracts"] == plan.id  # the choice is visible
+    assert "reason" in retraction.metadata["ripple"]
+    ids = [h.memory.id for h in mem.recall("trip to Lisbon", user_id="u1", k=5).hits]
+    assert plan.id not in ids
+    assert plan.id not in [h.memory.id for h in mem.recall("trip to Lisbon", user_id="u1", k=5,
+                                                           include_history=True).hits]
+    exported = {r["id"]: r for r in mem.export(user_id="u1") if r["type"] == "memory"}
+    assert exported[plan.id]["status"] == "invalidated"  # kept until deleted
+    edges = [r for r in mem.export(user_id="u1") if r["type"] == "edge" and r["edge"] == "RETRACTS"]
+    assert [(e["src"], e["dst"]) for e in edges] == [(retraction.id, plan.id)]
+
+
+def test_retraction_by_message_in_chinese(mem: Memory) -> None:
+    say(mem, "我叫李雷。", 0, session="s0")
+    plan = say(mem, "我想这个周末去爬山。", 1)
+    (retraction,) = mem.add("算了，不要了。", user_id="u1", session_id="s1", at=T0 + timedelta(days=1, hours=1))
+    assert mem.get(plan.id).status == "invalidated"
+    assert retraction.metadata["ripple"]["retracts"] == plan.id
+    assert plan.id not in [h.memory.id for h in mem.recall("周末爬山", user_id="u1", k=5).hits]
+
+
+def test_retraction_inside_one_batch(mem: Memory) -> None:
+    items = [
+        {"text": "Remind me to call the bank about the mortgage.", "user_id": "u1", "session_id": "s1",
+         "at": T0},
+        {"text": "Forget that.", "user_id": "u1", "session_id": "s1", "at": T0 + timedelta(minutes=1)},
+    ]
+    first, second = mem.add_many(items)
+    assert mem.get(first.id).status == "invalidated"
+    assert second.metadata["ripple"]["retracts"] == first.id
+
+
+def test_a_correction_supersedes_what_it_corrects(mem: Memory) -> None:
+    wrong = say(mem, "The design review with Northwind is on Monday.", 0)
+    fixed = say(mem, "No, I meant Tuesday.", 0.01)
+    assert mem.get(wrong.id).status == "superseded"
+    assert fixed.kind == "correction" and fixed.metadata["ripple"]["corrects"] == wrong.id
+    hits = mem.recall("When is the Northwind design review?", user_id="u1", k=3).hits
+    assert hits[0].memory.id == fixed.id and wrong.id not in [h.memory.id for h in hits]
+    assert [m.id for m in mem.history(fixed.id)] == [wrong.id, fixed.id]
+
+
+def test_a_repeated_statement_reinforces_instead_of_duplicating(mem: Memory) -> None:
+    first = say(mem, "I live in Berlin with my partner Sam.", 0)
+    again = say(mem, "I live in Berlin with my partner Sam.", 5, session="s2")
+    assert again.id == first.id and again.mentions == 2
+    assert again.last_seen == T0 + timedelta(days=5)
+    assert len(mem.get_all(user_id="u1")) == 1
+    # a different number is a different statement, not a repeat
+    say(mem, "Order 12 shipped on Monday.", 6)
+    say(mem, "Order 21 shipped on Monday.", 6.1)
+    assert len(mem.get_all(user_id="u1")) == 3
+
+
+def test_a_hedged_statement_is_kept_at_low_confidence_and_repetition_raises_it(mem: Memory) -> None:
+    hedged = say(mem, "I know a bit of Rust.", 0)
+    sure = say(mem, "I work at Northwind Traders.", 0.1)
+    assert hedged.confidence < 0.7 and sure.confidence == 1.0
+    zh = say(mem, "我了解一点日语，可能不太好。", 0.2)
+    assert zh.confidence < 0.7
+    again = say(mem, "I know a bit of Rust.", 3, session="s2")
+    assert again.id == hedged.id and again.confidence > hedged.confidence
+    hit = next(h for h in mem.recall("Rust programming", user_id="u1", k=3).hits if h.memory.id == hedged.id)
+    assert hit.parts.confidence == again.confidence
+
+
+def test_forgetting_tiers_change_scores_as_time_passes(mem: Memory, clock: Clock) -> None:
+    note = say(mem, "The storage unit code is 4471.", 0)
+    pinned = say(mem, "My blood type is O negative.", 0)
+    mem.pin(pinned.id)
+    scores, tiers = [], []
+    for days in (2, 20, 45, 120):
+        clock.now = T0 + timedelta(days=days)
+        hit = next(h for h in mem.recall("storage unit code", user_id="u1", k=2, touch=False).hits
+                   if h.memory.id == note.id)
+        scores.append(hit.score)
+        tiers.append(hit.parts.tier)
+    assert tiers == ["hot", "warm", "cold", "frozen"]
+    assert scores[0] == pytest.approx(scores[1]) and scores[1] > scores[2] > scores[3]
+    hit = next(h for h in mem.recall("blood type", user_id="u1", k=2, touch=False).hits if h.memory.id == pinned.id)
+    assert hit.parts.tier == "hot"
+    assert mem.maintain(user_id="u1")["frozen"] == 1 and mem.maintain(user_id="u1")["pinned"] == 1
+    # a recall is a use: the hit is hot again
+    mem.recall("storage unit code", user_id="u1", k=1)
+    hit = next(h for h in mem.recall("storage unit code", user_id="u1", k=2, touch=False).hits
+               if h.memory.id == note.id)
+    assert hit.parts.tier == "hot" and hit.score > scores[3]
+
+
+def test_forget_by_id_and_by_query(mem: Memory) -> None:
+    a = say(mem, "The alarm code for the studio is 1234.", 0)
+    b = say(mem, "Dana from procurement prefers email over calls.", 1)
+    gone = mem.forget(query="studio alarm code", user_id="u1")
+    assert gone.id == a.id and gone.status == "invalidated"
+    assert a.id not in [h.memory.id for h in mem.recall("alarm code", user_id="u1", k=5).hits]
+    assert mem.forget(b.id).status == "invalidated"
+    with pytest.raises(InvalidInput):
+        mem.forget()
+    with pytest.raises(InvalidInput):
+        mem.forget(query="x")
+    with pytest.raises(MemoryNotFound):
+        mem.forget("m_missing")
+
+
+def test_delete_all_leaves_nothing_of_that_user(mem: Memory) -> None:
+    say(mem, "Dana Whitfield is the procurement lead at Northwind.", 0)
+    say(mem, "The budget is 50,000 CNY.", 1)
+    say(mem, "The budget is now 60k.", 2)
+    say(mem, "Forget that.", 2.1)
+    say(mem, "我叫张伟，我在北京工作。", 3, session="s9")
+    say(mem, "Dana likes the Lisbon office.", 0, user="u2")
+    counts = mem.delete_all(user_id="u1")
+    assert counts["memories"] == 5 and counts["entities"] > 0 and counts["edges"] > 0
+    stats = mem.stats(user_id="u1")
+    assert {k: v for k, v in stats.items() if k != "bytes_on_disk"} == {
+        k: 0 for k in stats if k != "bytes_on_disk"}
+    assert list(mem.users()) == ["u2"]
+    store = mem.store
+    assert store.lexical_stats("u1", ["budget", "dana", "北京"]) == (0, 0.0, {})
+    assert store.list_entities("u1") == [] and store.get_entities("u1", ["dana whitfield", "~dana", "@self"]) == []
+    from ripple.embedding import default_embedder
+
+    assert store.nearest_memories("u1", default_embedder().encode(["budget"])[0], 5) == []
+    if hasattr(store, "cypher"):  # Neo4j: not one node or relationship of u1, of any label or type
+        _, rows = store.cypher("MATCH (n) WHERE n.user_id = 'u1' RETURN count(n)")
+        assert rows == [[0]]
+        _, rows = store.cypher("MATCH ()-[r]->() WHERE r.user_id = 'u1' RETURN count(r)")
+        assert rows == [[0]]
+    else:  # SQLite: no row of u1 in any table
+        db = store._db  # noqa: SLF001 - checking behind the store's back is the point
+        for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
+            cols = [c[1] for c in db.execute(f"PRAGMA table_info({table})")]
+            if "user_id" in cols:
+                assert db.execute(f"SELECT count(*) FROM {table} WHERE user_id='u1'").fetchone()[0] == 0, table
+    assert mem.get_all(user_id="u2")[0].text == "Dana likes the Lisbon office."
+    assert json.dumps(list(mem.export(user_id="u2")))
