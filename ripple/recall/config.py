@@ -50,6 +50,12 @@ class SeedConfig(_Config):
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
     max_df_ratio: float = Field(0.5, gt=0, le=1, description="query terms in more docs than this share are ignored")
+    max_df: int | None = Field(
+        2000, ge=1,
+        description="query terms in more memories than this are ignored by the lexical route: in a large store a"
+                    " common word's postings cost far more to read than its low IDF adds (None: no cap; on 100k"
+                    " synthetic memories a cap of 2000 kept R@10 and cut Neo4j p50 from 177 to 114 ms)",
+    )
     query_entities: float = Field(0.0, ge=0, description="activation given to entities named in the query")
 
 

@@ -142,7 +142,10 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
     want_dense = q.mode in ("ripple", "flat", "hybrid", "ppr") and q.vector is not None
     if want_lexical:
         n_docs, avg_len, df = yield Call("lexical_stats", (q.user_id, q.terms))
-        usable = [t for t in dict.fromkeys(q.terms) if 0 < df.get(t, 0) <= max(1, seed_cfg.max_df_ratio * n_docs)]
+        cap = max(1, seed_cfg.max_df_ratio * n_docs)
+        if seed_cfg.max_df is not None:
+            cap = min(cap, seed_cfg.max_df)
+        usable = [t for t in dict.fromkeys(q.terms) if 0 < df.get(t, 0) <= cap]
         if usable:
             rows = yield Call("postings", (q.user_id, usable))
             lexical = bm25(q.terms, rows, n_docs=n_docs, avg_len=avg_len, df=df, k1=seed_cfg.bm25_k1, b=seed_cfg.bm25_b)
