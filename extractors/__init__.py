@@ -1,4 +1,11 @@
-"""Write-path extraction for ripple: entities, triples and first-person facts, EN + ZH.
+"""Write-path extraction for ripple: entities, triples, facts and lifecycle signals, EN + ZH.
+
+Besides entities and triples, every :class:`Extraction` carries the facts
+stated in the text (first-person, state updates such as "the budget is now
+60k" / "预算加到六万了", roles) with canonical attributes and normalised
+values, and the signals the memory lifecycle needs: ``confidence`` (hedges),
+``retracts``/``retract_hint`` ("forget about the plan") and ``corrects``
+("no, I meant Tuesday").  All of it is rule-based and costs microseconds.
 
 Importing this package is cheap: spaCy and jieba are imported the first time
 a text of their language is extracted, so the CLI, the API models and tests
@@ -7,6 +14,9 @@ that never extract do not pay for them.
     >>> from extractors import default_extractor
     >>> [r.language for r in default_extractor().extract_many(["Dana runs procurement.", "张伟在北京工作。"])]
     ['en', 'zh']
+    >>> r = default_extractor().extract("Never mind, drop the plan.")
+    >>> (r.retracts, r.retract_hint)
+    (True, 'the plan')
 """
 
 from __future__ import annotations
@@ -16,13 +26,16 @@ from typing import Sequence
 
 from .base import ExtractedEntity, ExtractedFact, ExtractedTriple, Extraction, Extractor
 from .errors import ExtractionError, ModelNotInstalled
+from .attributes import normalise_attribute
 from .filters import is_contentless
 from .jieba_zh import JiebaExtractor
 from .normalize import entity_key, is_valid_entity
+from .signals import Signals, detect_signals, hedge_confidence
 from .spacy_en import SpacyExtractor
 from .speaker import SpeakerTurn, split_speaker
 from .text import detect_language, estimate_tokens, lexical_tokens
 from .triggers import KINDS, classify_kind, extract_facts
+from .values import normalize_value
 
 __all__ = [
     "ExtractedEntity",
@@ -42,6 +55,11 @@ __all__ = [
     "extract_facts",
     "classify_kind",
     "KINDS",
+    "normalise_attribute",
+    "normalize_value",
+    "detect_signals",
+    "hedge_confidence",
+    "Signals",
     "split_speaker",
     "SpeakerTurn",
     "detect_language",
@@ -59,7 +77,8 @@ class MultilingualExtractor:
     ``english`` (default :class:`SpacyExtractor`), which copes with Latin
     scripts and never fails on others.  Results keep the input order.  The
     sub-extractors are created on first use, so a Chinese-only workload
-    never loads spaCy.
+    never loads spaCy.  Facts and lifecycle signals (confidence, retracts,
+    retract_hint, corrects) come from the sub-extractors unchanged.
     """
 
     def __init__(self, english: Extractor | None = None, chinese: Extractor | None = None) -> None:

@@ -26,6 +26,7 @@ from .mentions import P_CORE, P_NAMED, P_NOUN, P_PROPN, P_SPEAKER, Mention, dedu
 from .normalize import entity_key, is_valid_entity
 from .speaker import SpeakerTurn, split_speaker
 from .text import _jieba, detect_language
+from .signals import detect_signals
 from .triggers import classify_kind, extract_facts
 
 __all__ = ["JiebaExtractor", "FLAG_LABELS"]
@@ -129,6 +130,7 @@ class JiebaExtractor:
             speaker_key = turn.subject if turn.speaker is not None else None
             triples = tuple(_triples(toks, keys, speaker_key))
         facts = tuple(extract_facts(message, subject=turn.subject))
+        signals = detect_signals(message)  # hedges, "forget that", "no, I meant ..."
         contentless = toks is None
         return Extraction(
             text=text,
@@ -139,6 +141,10 @@ class JiebaExtractor:
             contentless=contentless,
             kind="message" if contentless else classify_kind(message, facts),
             extra={"speaker": turn.subject} if turn.speaker is not None else {},
+            confidence=signals.confidence,
+            retracts=signals.retracts,
+            retract_hint=signals.retract_hint,
+            corrects=signals.corrects,
         )
 
     def _mentions(self, text: str, toks: list[_Tok]) -> list[Mention]:

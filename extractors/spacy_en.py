@@ -22,6 +22,7 @@ from .mentions import P_CORE, P_NAMED, P_NOUN, P_PROPN, P_SPEAKER, Mention, dedu
 from .normalize import DETERMINERS, entity_key, is_valid_entity
 from .speaker import SpeakerTurn, split_speaker
 from .text import STOPWORDS_EN, detect_language
+from .signals import detect_signals
 from .triggers import classify_kind, extract_facts
 
 if TYPE_CHECKING:  # pragma: no cover - typing only, spaCy is imported lazily
@@ -185,6 +186,7 @@ class SpacyExtractor:
             triples = tuple(self._triples(doc, tok_key, speaker_key))
         entities = dedupe(mentions)
         facts = tuple(extract_facts(message, subject=turn.subject))
+        signals = detect_signals(message)  # hedges, "forget that", "no, I meant ..."
         extra = {"speaker": turn.subject} if turn.speaker is not None else {}
         return Extraction(
             text=text,
@@ -195,6 +197,10 @@ class SpacyExtractor:
             contentless=contentless,
             kind="message" if contentless else classify_kind(message, facts),
             extra=extra,
+            confidence=signals.confidence,
+            retracts=signals.retracts,
+            retract_hint=signals.retract_hint,
+            corrects=signals.corrects,
         )
 
     def _mentions(self, doc: Doc, text: str, offset: int) -> list[Mention]:

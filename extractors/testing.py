@@ -4,7 +4,8 @@ Every extractor (spaCy, jieba, the multilingual dispatcher, a future LLM one)
 must honour the same shape contract, because the write path relies on it
 blindly: one result per text in order, spans that point into the text, keys
 that are exactly :func:`~extractors.normalize.entity_key` of the name, triples
-between entities of the same text, deterministic output.  Subclass
+between entities of the same text, lifecycle signals in range (confidence in
+(0, 1], a retraction hint only on a retraction), deterministic output.  Subclass
 :class:`ExtractorConformance` and override the ``extractor`` fixture to run the
 suite on a new extractor.
 
@@ -41,6 +42,8 @@ CONFORMANCE_TEXTS: tuple[str, ...] = (
     "🎉🎉🎉",
     "こんにちは、東京に住んでいます。",
     "Ｆｕｌｌｗｉｄｔｈ Ｔｅｘｔ from Ｔｏｋｙｏ",
+    "Never mind, drop the plan. I think the budget is now 60k.",
+    "不对，预算加到六万了，可能周五截止。",
 )
 
 
@@ -113,6 +116,17 @@ class ExtractorConformance:
             for f in r.facts:
                 assert f.attribute and f.value and f.subject, f
                 assert f.value == f.value.strip(), f
+                assert f.attribute == f.attribute.strip() and " " not in f.attribute, f
+                assert 0.0 < f.confidence <= 1.0, f
+
+    def test_lifecycle_signals_well_formed(self, results: list[Extraction]) -> None:
+        """confidence in (0, 1]; retract_hint set only on a retraction; flags are real bools."""
+        for r in results:
+            assert isinstance(r.confidence, float) and 0.0 < r.confidence <= 1.0, r
+            assert isinstance(r.retracts, bool) and isinstance(r.corrects, bool), r
+            assert isinstance(r.retract_hint, str), r
+            assert r.retracts or not r.retract_hint, r
+            assert r.retract_hint == r.retract_hint.strip(), r
 
     def test_contentless_turns_flagged(self, results: list[Extraction]) -> None:
         by_text = {r.text: r for r in results}

@@ -241,6 +241,8 @@ _SCHEMA = [
     "CREATE INDEX ripple_mentions_user IF NOT EXISTS FOR ()-[r:MENTIONS]-() ON (r.user_id)",
     "CREATE INDEX ripple_related_user IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.user_id)",
     "CREATE INDEX ripple_next_user IF NOT EXISTS FOR ()-[r:NEXT]-() ON (r.user_id)",
+    "CREATE INDEX ripple_supersedes_user IF NOT EXISTS FOR ()-[r:SUPERSEDES]-() ON (r.user_id)",
+    "CREATE INDEX ripple_retracts_user IF NOT EXISTS FOR ()-[r:RETRACTS]-() ON (r.user_id)",
     "CREATE INDEX ripple_related_evidence IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.evidence)",
 ]
 _SCHEMA_NAMES = frozenset(stmt.split()[2] for stmt in _SCHEMA)
@@ -532,6 +534,8 @@ CALL () {
     MATCH (a)-[r:RELATED]->(b) WHERE r.user_id = $user RETURN a, r, b
     UNION ALL
     MATCH (a)-[r:NEXT]->(b) WHERE r.user_id = $user RETURN a, r, b
+    UNION ALL
+    MATCH (a)-[r:SUPERSEDES|RETRACTS]->(b) WHERE r.user_id = $user RETURN a, r, b
 }
 RETURN a.id AS src, type(r) AS type, b.id AS dst, r {.user_id, .weight, .predicate, .evidence, .at} AS r
 """

@@ -153,6 +153,8 @@ class GraphStoreConformance:
         assert got == {("m_1", "m_4", EDGE_SUPERSEDES), ("m_2", "m_5", EDGE_RETRACTS)}
         stats = store.stats("u1")
         assert stats["edges_supersedes"] == 1 and stats["edges_retracts"] == 1
+        exported = {(r.src, r.type, r.dst) for r in store.export("u1") if isinstance(r, EdgeRecord)}
+        assert {("m_4", EDGE_SUPERSEDES, "m_1"), ("m_5", EDGE_RETRACTS, "m_2")} <= exported
         assert store.delete_user("u1")["edges"] == 8
 
     def test_related_edges_by_predicate(self, store: GraphStore) -> None:

@@ -194,12 +194,11 @@ def lifecycle_plan(
                 for mid, score in (yield Call("nearest_memories", (user, hvec, 5), {"statuses": (ACTIVE,)})):
                     options.append((float(score), mid))
                 for j in order:
-                    if j == i or prepared[j].at > p.at or d.status.get(j):
-                        continue
-                    if j < i or prepared[j].at < p.at:
-                        v = prepared[j].vector
-                        options.append((float(v @ hvec / max(1e-9, float(np.linalg.norm(v) * np.linalg.norm(hvec)))),
-                                        mem_ids[j]))
+                    if (prepared[j].at, j) >= (p.at, i) or d.status.get(j):
+                        continue  # only what was said before the retraction, and is still standing
+                    v = prepared[j].vector
+                    options.append((float(v @ hvec / max(1e-9, float(np.linalg.norm(v) * np.linalg.norm(hvec)))),
+                                    mem_ids[j]))
                 options = [o for o in options if o[1] != mem_ids[i] and o[0] >= cfg.retraction_cosine]
                 if options:
                     yield from fetch([m for _, m in options if m not in mem_ids])
@@ -218,8 +217,8 @@ def lifecycle_plan(
                 if target is not None:
                     reason = "the previous message of this session"
             if target is not None:
-                yield from _apply_link(d, i, target, retracts, p.at, user, mem_ids, prepared, terms, mentions,
-                                       fetch, current, stored, resolved)
+                yield from _apply_link(d, i, target, retracts, p.at, user, mem_ids, terms, mentions, fetch, current,
+                                       stored)
             d.notes[i] = {"retracts" if retracts else "corrects": target, "reason": reason}
         if sid is not None:
             previous[sid] = i
@@ -293,9 +292,8 @@ def _reinforce(d: Decisions, holder: str, i: int, mem_ids: Sequence[str], prepar
 
 
 def _apply_link(d: Decisions, i: int, target: str, retracts: bool, at: float, user: str, mem_ids: Sequence[str],
-                prepared: Sequence["Prepared"], terms: dict[int, list[str]], mentions: dict[int, set[str]],
-                fetch: Any, current: Any, stored: dict[str, MemoryRecord],
-                resolved: dict[str, str]) -> Generator[Call, Any, None]:
+                terms: dict[int, list[str]], mentions: dict[int, set[str]], fetch: Any, current: Any,
+                stored: dict[str, MemoryRecord]) -> Generator[Call, Any, None]:
     """Invalidate (retraction) or supersede (correction) ``target`` on behalf of item ``i``."""
     if retracts:
         if target in mem_ids:

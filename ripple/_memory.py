@@ -307,28 +307,38 @@ class _BaseMemory:
         return _to_model(full)
 
     def _op_versions(self, records: Sequence[MemoryRecord], user_id: str) -> Generator[Call, Any, list[list[MemoryRecord]]]:
-        """Each record's versions (itself, what it superseded and what superseded it), oldest first."""
-        group = {r.id: r.id for r in records}  # memory id -> id of the record whose versions it is
+        """Each record's versions (itself, what it superseded and what superseded it), oldest first.
+
+        Records that are versions of one another share one list."""
+        parent = {r.id: r.id for r in records}  # union-find over SUPERSEDES edges
+
+        def root(x: str) -> str:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
         known = {r.id: r for r in records}
-        frontier = list(group)
+        frontier = list(parent)
         for _ in range(_MAX_VERSIONS):
             if not frontier:
                 break
             rows = yield Call("expand", (user_id, frontier, [EDGE_SUPERSEDES]))
             nxt = []
             for n in rows:
-                if n.target not in group:
-                    group[n.target] = group[n.source]
+                if n.target not in parent:
+                    parent[n.target] = n.target
                     nxt.append(n.target)
+                parent[root(n.target)] = root(n.source)
             frontier = nxt
-        missing = [m for m in group if m not in known]
+        missing = [m for m in parent if m not in known]
         if missing:
             known.update((r.id, r) for r in (yield Call("get_memories", (missing,))))
-        out: dict[str, list[MemoryRecord]] = {r.id: [] for r in records}
-        for mid, root in group.items():
+        members: dict[str, list[MemoryRecord]] = {}
+        for mid in parent:
             if mid in known:
-                out[root].append(known[mid])
-        return [sorted(out[r.id], key=lambda m: (m.at, m.created_at, m.id)) for r in records]
+                members.setdefault(root(mid), []).append(known[mid])
+        return [sorted(members[root(r.id)], key=lambda m: (m.at, m.created_at, m.id)) for r in records]
 
     def _op_history(self, memory_id: str) -> Generator[Call, Any, list[MemoryModel]]:
         rec = yield from self._op_get_record(memory_id)

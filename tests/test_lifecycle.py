@@ -12,6 +12,7 @@ import pytest
 
 from ripple import Memory, RippleSettings
 from ripple.errors import InvalidInput, MemoryNotFound
+from tests.graphstore.test_neo4j import driver  # noqa: F401  (fixture, used by the neo4j parameter)
 
 pytestmark = pytest.mark.slow
 

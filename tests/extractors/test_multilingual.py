@@ -60,6 +60,44 @@ def test_real_models_mixed_batch(multi_ex: MultilingualExtractor) -> None:
     assert r[2].contentless and r[3].contentless
 
 
+@pytest.mark.slow
+def test_lifecycle_fields_through_both_languages(multi_ex: MultilingualExtractor) -> None:
+    """Facts, confidence, retracts/retract_hint and corrects come out of the spaCy and jieba paths alike."""
+    texts = [
+        "I think the budget is now 60k.",
+        "Caroline: never mind, drop the plan",
+        "No, I meant Tuesday",
+        "Dana Whitfield is the procurement lead",
+        "预算加到六万了",
+        "张伟：算了，酒店不要了",
+        "不对，是周二",
+        "我了解一点 Rust",
+        "The trip was great",
+    ]
+    r = multi_ex.extract_many(texts)
+    assert [x.language for x in r] == ["en", "en", "en", "en", "zh", "zh", "zh", "zh", "en"]
+    fact = r[0].facts[0]
+    assert (fact.subject, fact.attribute, fact.value, fact.confidence) == ("user", "budget", "60000", 0.5)
+    assert r[0].confidence == 0.5 and r[0].kind == "fact" and not r[0].retracts
+    assert (r[1].retracts, r[1].retract_hint, r[1].extra) == (True, "the plan", {"speaker": "caroline"})
+    assert r[2].corrects and not r[2].facts and not r[2].retracts
+    assert [(f.subject, f.attribute, f.value) for f in r[3].facts] == [("dana whitfield", "role", "procurement lead")]
+    assert [(f.subject, f.attribute, f.value) for f in r[4].facts] == [("user", "budget", "60000")]
+    assert r[4].kind == "fact" and r[4].confidence == 1.0
+    assert (r[5].retracts, r[5].retract_hint) == (True, "酒店")
+    assert r[6].corrects
+    assert r[7].confidence == 0.6
+    plain = r[8]
+    assert (plain.confidence, plain.retracts, plain.retract_hint, plain.corrects) == (1.0, False, "", False)
+
+
+@pytest.mark.slow
+def test_default_extractor_returns_lifecycle_fields() -> None:
+    [en, zh] = default_extractor().extract_many(["Forget about the plan.", "截止日期改到周五"])
+    assert (en.retracts, en.retract_hint) == (True, "the plan")
+    assert [(f.attribute, f.value) for f in zh.facts] == [("deadline", "周五")]
+
+
 def test_default_extractor_is_cached() -> None:
     assert default_extractor() is default_extractor()
     assert isinstance(default_extractor(), MultilingualExtractor)
@@ -79,7 +117,16 @@ def test_import_is_light() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    ["extractors.normalize", "extractors.filters", "extractors.triggers", "extractors.text", "extractors.speaker"],
+    [
+        "extractors.normalize",
+        "extractors.filters",
+        "extractors.triggers",
+        "extractors.text",
+        "extractors.speaker",
+        "extractors.values",
+        "extractors.attributes",
+        "extractors.signals",
+    ],
 )
 def test_doctests(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))
