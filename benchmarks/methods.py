@@ -16,6 +16,7 @@ runner reads when present (all outside the timed region):
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import sys
@@ -187,8 +188,10 @@ class RippleMethod:
         progress: bool = True,
         store: str | None = None,
         embedder: str | None = None,
+        lifecycle: dict[str, Any] | None = None,
     ) -> None:
         self.mode = mode
+        self.lifecycle = dict(lifecycle or {})  # LifecycleConfig fields (the write path: its own store)
         self.overrides = dict(config_overrides or {})
         self.store = store  # a bolt:// or neo4j:// URI; None = a temporary embedded store
         self.embedder = embedder  # e.g. "hash-384" for model-free scale runs; None = the default model
@@ -204,7 +207,8 @@ class RippleMethod:
         self.last_explain: dict[str, Any] | None = None
 
     def config(self) -> dict[str, Any]:
-        cfg: dict[str, Any] = {"method": "ripple", "mode": self.mode, "overrides": self.overrides}
+        cfg: dict[str, Any] = {"method": "ripple", "mode": self.mode, "overrides": self.overrides,
+                               "lifecycle": self.lifecycle}
         if self._recall_config is not None:
             cfg["recall_config"] = self._recall_config.model_dump(mode="json")
         return cfg
@@ -237,7 +241,8 @@ class RippleMethod:
 
         self.close()
         self._recall_config = self._build_config()
-        key = (dataset.name, dataset.n_docs, id(dataset), self.store or "", self.embedder or "")
+        key = (dataset.name, dataset.n_docs, id(dataset), self.store or "", self.embedder or "",
+               json.dumps(self.lifecycle, sort_keys=True))
         shared = _SHARED_STORES.get(key)
         if shared is not None:  # same data, same write path: only the recall plan differs
             self._dir, self._stored, self._ingest_s = shared
@@ -260,7 +265,9 @@ class RippleMethod:
     def _open(self, where: str) -> Any:
         from ripple import Memory, RippleSettings
 
-        kwargs: dict[str, Any] = {"config": self._recall_config}
+        from ripple import LifecycleConfig
+
+        kwargs: dict[str, Any] = {"config": self._recall_config, "lifecycle": LifecycleConfig(**self.lifecycle)}
         if self.embedder:
             kwargs["embedder"] = self.embedder
         if self.store:
@@ -325,7 +332,7 @@ class RippleMethod:
 
 #: Ingested stores shared by the ripple-family methods of one run, keyed by dataset:
 #: ingest once, recall with every mode and ablation (removed at exit).
-_SHARED_STORES: dict[tuple[str, int, int, str, str], tuple[str, int, float]] = {}
+_SHARED_STORES: dict[tuple[str, int, int, str, str, str], tuple[str, int, float]] = {}
 
 
 @atexit.register
@@ -366,6 +373,12 @@ METHODS: dict[str, Callable[[], Method]] = {
     "ripple-nolate": lambda: RippleMethod("ripple", {"seed": {"late": 0.0}}, name="ripple-nolate"),
     "ripple-timedecay": lambda: RippleMethod("ripple", {"merge": {"time_weight": 0.3}}, name="ripple-timedecay"),
     "ripple-rerank": lambda: RippleMethod("ripple", {"rerank": {"method": "maxsim"}}, name="ripple-rerank"),
+    # the memory lifecycle (issue #5) off: no dedup, supersede, retraction or correction on the write path,
+    # no confidence or forgetting tiers in the merge
+    "ripple-nolifecycle": lambda: RippleMethod(
+        "ripple", {"merge": {"confidence_weight": 0.0, "tiers": {"enabled": False}}}, name="ripple-nolifecycle",
+        lifecycle={"dedup": False, "supersede": False, "retractions": False, "corrections": False},
+    ),
 }
 
 
@@ -377,5 +390,6 @@ def make_method(name: str, *, store: str | None = None, embedder: str | None = N
         raise ValueError(f"unknown method {name!r}; known: {', '.join(METHODS)}") from None
     method = factory()
     if isinstance(method, RippleMethod) and (store or embedder):
-        method = RippleMethod(method.mode, method.overrides, name=method.name, store=store, embedder=embedder)
+        method = RippleMethod(method.mode, method.overrides, name=method.name, store=store, embedder=embedder,
+                              lifecycle=method.lifecycle)
     return method

@@ -98,6 +98,13 @@ def _strip_punctuation(s: str) -> str:
     return "".join(out)
 
 
+#: Titles before a name: "Ms Whitfield" is the entity "whitfield" (which resolves to the one known
+#: "Dana Whitfield"), and a title alone is no entity.
+HONORIFICS: frozenset[str] = frozenset(
+    "mr mrs ms miss mx dr prof professor sir madam dame lord lady mister".split()
+)
+
+
 @functools.lru_cache(maxsize=1 << 16)  # names repeat a lot across a batch (speakers, places)
 def entity_key(name: str) -> str:
     """The normalised key of an entity mention.
@@ -110,6 +117,8 @@ def entity_key(name: str) -> str:
     'northwind'
     >>> entity_key("Dana  Whitfield")
     'dana whitfield'
+    >>> entity_key("Ms. Whitfield")
+    'whitfield'
     """
     s = unicodedata.normalize("NFKC", name).replace("\u2019", "'").replace("\u2018", "'").lower()
     s = _POSSESSIVE.sub("", s)
@@ -117,7 +126,7 @@ def entity_key(name: str) -> str:
     s = _SPACES.sub(" ", s).strip()
     s = _HAN_SPACE.sub("", s)
     words = s.split(" ")
-    while len(words) > 1 and words[0] in DETERMINERS:
+    while len(words) > 1 and (words[0] in DETERMINERS or words[0] in HONORIFICS):
         words = words[1:]
     return " ".join(words).strip("'.-_@ ")
 
@@ -140,7 +149,7 @@ def is_valid_entity(key: str, label: str = "") -> bool:
         return False
     if not any(ch.isalpha() for ch in key):
         return False
-    if key in PRONOUNS or key in STOPWORDS_EN or key in STOPWORDS_ZH or key in _CHAT_WORDS:
+    if key in PRONOUNS or key in STOPWORDS_EN or key in STOPWORDS_ZH or key in _CHAT_WORDS or key in HONORIFICS:
         return False
     words = key.split()
     if all(w in STOPWORDS_EN or w in PRONOUNS for w in words):

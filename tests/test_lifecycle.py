@@ -238,3 +238,15 @@ def test_delete_all_leaves_nothing_of_that_user(mem: Memory) -> None:
                 assert db.execute(f"SELECT count(*) FROM {table} WHERE user_id='u1'").fetchone()[0] == 0, table
     assert mem.get_all(user_id="u2")[0].text == "Dana likes the Lisbon office."
     assert json.dumps(list(mem.export(user_id="u2")))
+
+
+def test_name_variants_resolve_to_one_entity_and_the_merge_is_recorded(mem: Memory) -> None:
+    say(mem, "Dana Whitfield is the procurement lead at Northwind.", 0)
+    say(mem, "Dana said the budget review moves to Friday.", 1)
+    say(mem, "Ms Whitfield approved the purchase order.", 2, session="s2")
+    say(mem, "Ms. Whitfield wants the invoice by Monday.", 3, session="s2")
+    people = [(e, n) for e, n in mem.store.list_entities("u1") if e.label == "PERSON"]
+    assert [(e.key, n) for e, n in people] == [("dana whitfield", 4)]
+    assert {"dana", "whitfield"} <= set(people[0][0].aliases)  # how each variant was merged
+    role = mem.store.related_edges("u1", [people[0][0].id], ["role"])
+    assert [mem.store.entity_names([r.dst])[r.dst] for r in role] == ["procurement lead"]
