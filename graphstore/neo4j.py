@@ -499,6 +499,34 @@ CALL (nodes) {{
 }}
 RETURN found, floor, hits
 """,
+        # the same two searches for many query vectors ($vectors) in one statement
+        "exact_batch": f"""
+UNWIND range(0, size($vectors) - 1) AS i
+CALL (i) {{
+    MATCH (n:{label} {{user_id: $user}})
+    WHERE n.embedding IS NOT NULL{status}
+    WITH n, vector.similarity.cosine(n.embedding, $vectors[i]) AS s WHERE s IS NOT NULL
+    ORDER BY s DESC LIMIT $k
+    RETURN collect([n.id, s]) AS hits
+}}
+RETURN i, hits
+""",
+        "indexed_batch": f"""
+UNWIND range(0, size($vectors) - 1) AS i
+CALL (i) {{
+    CALL db.index.vector.queryNodes($index, $candidates, $vectors[i]) YIELD node, score
+    WITH count(node) AS found, min(score) AS floor, collect(node) AS nodes
+    CALL (nodes, i) {{
+        UNWIND nodes AS n
+        WITH n WHERE n.user_id = $user{status}
+        WITH n, vector.similarity.cosine(n.embedding, $vectors[i]) AS s WHERE s IS NOT NULL
+        ORDER BY s DESC LIMIT $k
+        RETURN collect([n.id, s]) AS hits
+    }}
+    RETURN found, floor, hits
+}}
+RETURN i, found, floor, hits
+""",
     }
 
 
@@ -988,11 +1016,43 @@ class _Neo4jCore:
     def _plan_nearest_batch(
         self, label: str, user_id: str, vectors: "np.ndarray", k: int, statuses: Sequence[str] = ()
     ) -> _Plan[list[list[tuple[str, float]]]]:
-        """One search per vector, all in one session (the engine's batch capability, without a round
-        trip per session)."""
-        out = []
-        for vector in vectors:
-            out.append((yield from self._plan_nearest(label, user_id, vector, k, statuses)))
+        """:meth:`_plan_nearest` for many vectors in one statement (one round trip for a whole ingest
+        batch); a vector whose candidates cannot prove the top ``k`` exact is searched on its own."""
+        import numpy as np
+
+        vecs = np.asarray(vectors, dtype=np.float32)
+        if k <= 0 or len(vecs) == 0:
+            return [[] for _ in range(len(vecs))]
+        cypher = _NEAREST[label]
+        candidates = max(4 * k, 64)
+        params: dict[str, Any] = {"user": user_id, "vectors": vecs.tolist(), "k": int(k), "statuses": list(statuses),
+                                  "probe": _EXACT_SCAN_BELOW, "index": _VECTOR_INDEX[label], "candidates": candidates}
+
+        def body() -> _Body[tuple[bool, list[Any]] | None]:
+            if self._dims[label] is None:  # another client may have created the index since we looked
+                self._dims[label] = _vector_dims((yield _Stmt(_SHOW_SCHEMA, {})))[label]
+            dim = self._dims[label]
+            if dim is not None and dim != vecs.shape[1]:
+                return None  # the single search tells an empty user from a real dimension error
+            exact = dim is None or (yield _Stmt(cypher["population"], params))[0]["population"] < _EXACT_SCAN_BELOW
+            return exact, (yield _Stmt(cypher["exact_batch" if exact else "indexed_batch"], params))
+
+        done = None if len(vecs) == 1 else (yield _Tx(False, body))
+        if done is None:
+            each = []
+            for v in vecs:
+                each.append((yield from self._plan_nearest(label, user_id, v, k, statuses)))
+            return each
+        exact, rows = done
+        out: list[list[tuple[str, float]]] = []
+        for row, vec in zip(sorted(rows, key=lambda r: r["i"]), vecs):
+            hits = row["hits"]
+            proven = exact or row["found"] < candidates or (len(hits) >= k and hits[k - 1][1] >= row["floor"])
+            if not proven:
+                out.append((yield from self._plan_nearest(label, user_id, vec, k, statuses)))
+                continue
+            ranked = sorted(((str(i), 2.0 * float(s) - 1.0) for i, s in hits), key=lambda h: (-h[1], h[0]))
+            out.append(ranked[:k])
         return out
 
     def _plan_lexical_stats(self, user_id: str, terms: Sequence[str]) -> _Plan[tuple[int, float, dict[str, int]]]:

@@ -63,6 +63,8 @@ class SpreadMethod(str, Enum):
     NONE = "none"
     ACTIVATION = "activation"
     PPR = "ppr"
+    #: the session channel as in ACTIVATION; the entity channel replaced by personalised PageRank
+    SESSION_PPR = "session+ppr"
 
 
 class SpreadConfig(_Config):

@@ -229,7 +229,11 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
             for e in ents:
                 sources[e.id] = config.seed.query_entities
                 entity_names[e.id] = e.name
-        if sources and spread_cfg.hops > 0 and spread_cfg.entity_lambda > 0:
+        if sources and spread_cfg.method == SpreadMethod.SESSION_PPR and spread_cfg.entity_lambda > 0:
+            entity_act, _ = yield from _ppr_channel(q, spread_cfg, norm_seed, ranked_seeds)
+            raw_entity = entity_act
+            parents["entity"] = ({}, set(sources))
+        elif sources and spread_cfg.hops > 0 and spread_cfg.entity_lambda > 0:
             n_docs_total = len(norm_seed)
             if want_lexical:
                 n_docs_total = max(n_docs_total, int(n_docs))  # type: ignore[possibly-undefined]

@@ -522,3 +522,26 @@ def test_cli_cypher_needs_a_neo4j_store(tmp_path: Path, capsys: pytest.CaptureFi
     monkeypatch.delenv("RIPPLE_STORE", raising=False)
     code, _, err = _cli(["--store", str(tmp_path), "cypher", "RETURN 1"], capsys)
     assert code == 1 and "bolt://" in err and "neo4j://" in err
+
+
+def test_batch_search_through_the_vector_index_matches_single_searches(clean: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the exact-scan threshold lowered, batch searches go through the HNSW index in one statement
+    and give what one search per vector gives (memories with a status filter, and entities)."""
+    monkeypatch.setattr(graphstore.neo4j, "_EXACT_SCAN_BELOW", 1)
+    rng = np.random.default_rng(7)
+    vecs = rng.normal(size=(60, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    store = connect()
+    try:
+        store.write(WriteBatch(
+            memories=[make_memory(f"m_{j:02d}", vec=vecs[j], status=INVALIDATED if j % 7 == 0 else ACTIVE)
+                      for j in range(60)],
+            entities=[make_entity(f"e_{j:02d}", key=f"k{j}", vec=vecs[j]) for j in range(60)],
+        ))
+        queries = vecs[:5] + 0.05
+        batch = store.nearest_memories_batch("u1", queries, 4)
+        assert batch == [store.nearest_memories("u1", q, 4) for q in queries]
+        assert all(len(b) == 4 and not any(int(i[2:]) % 7 == 0 for i, _ in b) for b in batch)
+        assert store.nearest_entities_batch("u1", queries, 3) == [store.nearest_entities("u1", q, 3) for q in queries]
+    finally:
+        store.close()
