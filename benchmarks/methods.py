@@ -373,6 +373,9 @@ METHODS: dict[str, Callable[[], Method]] = {
     "ripple-nolate": lambda: RippleMethod("ripple", {"seed": {"late": 0.0}}, name="ripple-nolate"),
     "ripple-timedecay": lambda: RippleMethod("ripple", {"merge": {"time_weight": 0.3}}, name="ripple-timedecay"),
     "ripple-rerank": lambda: RippleMethod("ripple", {"rerank": {"method": "maxsim"}}, name="ripple-rerank"),
+    # experimental: the entity channel replaced by personalised PageRank (the session channel kept)
+    "ripple-sessionppr": lambda: RippleMethod("ripple", {"spread": {"method": "session+ppr", "entity_lambda": 0.3}},
+                                              name="ripple-sessionppr"),
     # the memory lifecycle (issue #5) off: no dedup, supersede, retraction or correction on the write path,
     # no confidence or forgetting tiers in the merge
     "ripple-nolifecycle": lambda: RippleMethod(
@@ -382,14 +385,16 @@ METHODS: dict[str, Callable[[], Method]] = {
 }
 
 
-def make_method(name: str, *, store: str | None = None, embedder: str | None = None) -> Method:
-    """A fresh method instance from :data:`METHODS`; ``store``/``embedder`` apply to ripple's methods."""
+def make_method(name: str, *, store: str | None = None, embedder: str | None = None, dedup: bool = True) -> Method:
+    """A fresh method instance from :data:`METHODS`; ``store``/``embedder``/``dedup`` apply to ripple's methods
+    (without dedup, the method's name gets ``+nodedup``)."""
     try:
         factory = METHODS[name]
     except KeyError:
         raise ValueError(f"unknown method {name!r}; known: {', '.join(METHODS)}") from None
     method = factory()
-    if isinstance(method, RippleMethod) and (store or embedder):
-        method = RippleMethod(method.mode, method.overrides, name=method.name, store=store, embedder=embedder,
-                              lifecycle=method.lifecycle)
+    if isinstance(method, RippleMethod) and (store or embedder or not dedup):
+        lifecycle = method.lifecycle if dedup else {**method.lifecycle, "dedup": False}
+        method = RippleMethod(method.mode, method.overrides, name=method.name + ("" if dedup else "+nodedup"),
+                              store=store, embedder=embedder, lifecycle=lifecycle)
     return method

@@ -207,6 +207,7 @@ def run_one(
     progress: bool = True,
     store: str | None = None,
     embedder: str | None = None,
+    dedup: bool = True,
 ) -> Path:
     """Index ``dataset`` with a fresh ``method_name`` and write its result file; returns the path."""
     from tqdm import tqdm
@@ -214,7 +215,7 @@ def run_one(
     from benchmarks.methods import make_method
 
     queries = dataset.queries[:limit] if limit else list(dataset.queries)
-    method = make_method(method_name, store=store, embedder=embedder)
+    method = make_method(method_name, store=store, embedder=embedder, dedup=dedup)
     if hasattr(method, "progress"):
         method.progress = progress  # type: ignore[attr-defined]
     prepare = getattr(method, "prepare", None)
@@ -344,6 +345,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "password from RIPPLE_NEO4J_PASSWORD; the dataset's users are deleted there first")
     parser.add_argument("--embedder", default=None,
                         help="ripple methods: embedder name, e.g. hash-384 (model-free, for scale runs)")
+    parser.add_argument("--no-dedup", action="store_true",
+                        help="ripple methods: store repeated texts as separate memories (scale runs: the synthetic"
+                             " generator repeats its filler lines, which dedup would merge)")
 
 
 def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
@@ -361,6 +365,7 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     for ds in load_datasets(names, Path(data_dir), args):
         for m in methods:
             path = run_one(ds, m, k=args.k, out_dir=Path(out_dir), limit=args.limit, warmup=args.warmup,
-                           command=command, progress=not args.no_progress, store=args.store, embedder=args.embedder)
+                           command=command, progress=not args.no_progress, store=args.store, embedder=args.embedder,
+                           dedup=not args.no_dedup)
             print(f"wrote {path}", file=sys.stderr)
     return 0

@@ -183,7 +183,7 @@ def ingest_plan(
         }
 
         self_id = entity_id(user, SELF_KEY)
-        if any(prepared[i].extraction.facts for i in idxs):
+        if any(f.subject in ("user", "") for i in idxs for f in prepared[i].extraction.facts):
             batch.entities.append(EntityRecord(id=self_id, user_id=user, name="(user)", key=SELF_KEY, label="SELF"))
 
         # ---- lifecycle: repeats, retractions, corrections, superseded facts
