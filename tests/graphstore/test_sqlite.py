@@ -139,3 +139,41 @@ def test_query_vector_of_another_dimension_is_a_clear_error(tmp_path: Path) -> N
     with pytest.raises(StoreError, match="dimensions"):
         store.nearest_memories("u1", np.ones(5, dtype=np.float32), 3)
     store.close()
+
+
+def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
+    """A store written before the lifecycle columns existed opens, reads its memories with the
+    defaults that describe them, and takes new writes; a store from the future is refused."""
+    import sqlite3
+
+    from graphstore.sqlite import SCHEMA_VERSION
+    from ripple.errors import SchemaError
+
+    path = tmp_path / "old" / "ripple.db"
+    s = SQLiteStore(path)
+    s.write(WriteBatch(memories=[make_memory("m_old", text="Dana runs procurement", terms=("dana", "procurement"))]))
+    s.close()
+    db = sqlite3.connect(path)  # turn it back into a version 1 file
+    for col in ("confidence", "mentions", "last_seen", "valid_to", "pinned"):
+        db.execute(f"ALTER TABLE memories DROP COLUMN {col}")
+    db.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+
+    s = SQLiteStore(path)
+    try:
+        (m,) = s.get_memories(["m_old"])
+        assert (m.confidence, m.mentions, m.last_seen, m.valid_to, m.pinned) == (1.0, 1, None, None, False)
+        assert m.text == "Dana runs procurement" and s.lexical_stats("u1", ["dana"])[2] == {"dana": 1}
+        s.write(WriteBatch(memories=[make_memory("m_new", text="Dana signs invoices")]))
+        assert {x.id for x in s.list_memories("u1")} == {"m_new", "m_old"}
+        assert s.get_memories(["m_new"])[0].confidence == 1.0
+    finally:
+        s.close()
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+    db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(SchemaError):
+        SQLiteStore(path)
