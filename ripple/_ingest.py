@@ -74,6 +74,14 @@ def _alias_update(user: str, eid: str, key: str, name_label: tuple[str, str]) ->
     return EntityRecord(id=eid, user_id=user, name=name, key=key, label=label, aliases=(key,))
 
 
+def _mentioned(ex: Extraction, resolved: dict[str, str], also: dict[str, list[str]]) -> set[str]:
+    """The entity ids a memory of this extraction gets MENTIONS edges to: its entities, the one-word
+    names inside its multi-word ones, and its facts' values."""
+    out = {eid for e in ex.entities for eid in (resolved[e.key], *also.get(e.key, ()))}
+    out.update(resolved[entity_key(f.value)] for f in ex.facts if entity_key(f.value) in resolved)
+    return out
+
+
 def new_memory_id() -> str:
     """Time-ordered random id (sorts by creation, unique across processes)."""
     return f"m_{time.time_ns() // 1_000_000:012x}{os.urandom(6).hex()}"
@@ -189,7 +197,8 @@ def ingest_plan(
         # ---- lifecycle: repeats, retractions, corrections, superseded facts
         life = Decisions()
         if lifecycle is not None and replacing is None:
-            life = yield from lifecycle_plan(user, idxs, prepared, mem_ids, resolved, self_id, lifecycle)
+            planned = {i: _mentioned(prepared[i].extraction, resolved, also) for i in idxs}
+            life = yield from lifecycle_plan(user, idxs, prepared, mem_ids, resolved, self_id, lifecycle, planned)
         live = [i for i in idxs if i not in life.duplicate_of]
 
         # ---- NEXT chains per session, in event-time order (stable for equal times)
@@ -232,7 +241,7 @@ def ingest_plan(
             mentioned = list(dict.fromkeys(
                 [eid for e in ex.entities for eid in (resolved[e.key], *also.get(e.key, ()))]
                 + life.extra_mentions.get(i, [])
-            ))
+            ))  # (and the facts' values, below: together what _mentioned() lists)
             for eid in mentioned:
                 batch.edges.append(EdgeRecord(mid, EDGE_MENTIONS, eid, user, 1.0, at=p.at))
             named = [resolved[e.key] for e in ex.entities if e.label in NAMED_LABELS]

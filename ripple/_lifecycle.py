@@ -110,14 +110,17 @@ def lifecycle_plan(
     resolved: dict[str, str],
     self_id: str,
     cfg: LifecycleConfig,
+    mentions: dict[int, set[str]],
 ) -> Generator[Call, Any, Decisions]:
-    """Decide duplicates, retractions, corrections and superseded facts for one user's new items."""
+    """Decide duplicates, retractions, corrections and superseded facts for one user's new items.
+
+    ``mentions`` are the entity ids each item's memory will have MENTIONS edges to (what a stored
+    memory must share with a new one for the new one to be a repeat)."""
     import numpy as np
 
     d = Decisions()
     order = sorted(idxs, key=lambda i: (prepared[i].at, i))
     terms = {i: lexical_tokens(prepared[i].item.text) for i in idxs}
-    mentions = {i: {resolved[e.key] for e in prepared[i].extraction.entities if e.key in resolved} for i in idxs}
     stored: dict[str, MemoryRecord] = {}  # stored memories fetched (with vectors) so far
 
     def fetch(ids: Sequence[str]) -> Generator[Call, Any, None]:

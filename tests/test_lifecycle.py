@@ -150,10 +150,13 @@ def test_a_repeated_statement_reinforces_instead_of_duplicating(mem: Memory) -> 
     assert again.id == first.id and again.mentions == 2
     assert again.last_seen == T0 + timedelta(days=5)
     assert len(mem.get_all(user_id="u1")) == 1
+    # a statement carrying a fact repeats too (its value entity is one of the shared entities)
+    fact = say(mem, "Our budget is 50,000 CNY.", 5.5)
+    assert say(mem, "Our budget is 50,000 CNY.", 5.6).id == fact.id
     # a different number is a different statement, not a repeat
     say(mem, "Order 12 shipped on Monday.", 6)
     say(mem, "Order 21 shipped on Monday.", 6.1)
-    assert len(mem.get_all(user_id="u1")) == 3
+    assert len(mem.get_all(user_id="u1")) == 4
 
 
 def test_a_hedged_statement_is_kept_at_low_confidence_and_repetition_raises_it(mem: Memory) -> None:
