@@ -108,14 +108,29 @@ _NOUN_KIND_OF = frozenset(
 _LAST_WORD = re.compile(r"([\w']+)\W*$")
 
 
+# "kinda"/"sort of" before a feeling grades the feeling ("kinda nervous", "sort of overwhelming"):
+# it says how strong the feeling is, not how sure the speaker is of a fact.
+_FEELINGS = frozenset(
+    "nervous scary scared sad low down tired weird crazy wild hard tough busy boring bored fun funny cool lonely "
+    "happy glad upset stressful anxious worried annoying bummed sick hungry jealous proud shy awkward lost "
+    "cute nice bad good great sweet stressed overwhelmed excited worried surprised confused disappointed".split()
+)
+_NEXT_WORD = re.compile(r"\W*([\w'-]+)")
+
+
 def _vague_kind_of(s: str, low: str) -> bool:
-    """A hedging "sort of"/"kinda" ("I sort of know it"), not "what kind of music"."""
+    """A hedging "sort of"/"kinda" ("I sort of know it"), not "what kind of music" or "kinda nervous"."""
     if "sort" not in low and "kind" not in low:
         return False
     for m in _KIND_OF.finditer(s):
         prev = _LAST_WORD.search(low, 0, m.start())
-        if prev is None or prev.group(1) not in _NOUN_KIND_OF:
-            return True
+        if prev is not None and prev.group(1) in _NOUN_KIND_OF:
+            continue
+        nxt = _NEXT_WORD.match(low, m.end())
+        word = nxt.group(1) if nxt else ""
+        if word in _FEELINGS or word.endswith("ing"):  # (an -ing word after "kinda" is an adjective: "boring")
+            continue
+        return True
     return False
 
 

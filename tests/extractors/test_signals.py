@@ -197,3 +197,9 @@ def test_detect_signals_combines_all() -> None:
         confidence=0.5, retracts=True, retract_hint="", corrects=True
     )
     assert detect_signals("不对，可能是周二") == Signals(confidence=0.5, corrects=True)
+
+
+@pytest.mark.parametrize("text", ["Thanks! I'm excited and kinda nervous.", "It was kinda nerve-wracking but fun.",
+                                  "That sounds sort of overwhelming."])
+def test_kinda_before_a_feeling_grades_it_and_is_no_hedge(text: str) -> None:
+    assert hedge_confidence(text) == 1.0
