@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -82,9 +83,28 @@ def _mentioned(ex: Extraction, resolved: dict[str, str], also: dict[str, list[st
     return out
 
 
+_ID_LOCK = threading.Lock()
+_ID_CLOCK = [0, 0]  # last millisecond used, sequence number within it
+
+
 def new_memory_id() -> str:
-    """Time-ordered random id (sorts by creation, unique across processes)."""
-    return f"m_{time.time_ns() // 1_000_000:012x}{os.urandom(6).hex()}"
+    """Time-ordered id: sorts by creation, strictly within a process, unique across processes.
+
+    The sequence number matters: a batch creates hundreds of ids in one millisecond, and a
+    session's turns often share one event time, so the id is what decides which turn is the
+    session's last one (where the next batch continues the NEXT chain).  With a random suffix
+    alone that choice was random, and so was the graph.
+    """
+    with _ID_LOCK:
+        ms = time.time_ns() // 1_000_000
+        if ms <= _ID_CLOCK[0]:
+            ms, _ID_CLOCK[1] = _ID_CLOCK[0], _ID_CLOCK[1] + 1
+            if _ID_CLOCK[1] > 0xFFFF:  # (65,536 ids in one millisecond: borrow the next one)
+                ms, _ID_CLOCK[0], _ID_CLOCK[1] = ms + 1, ms + 1, 0
+        else:
+            _ID_CLOCK[0], _ID_CLOCK[1] = ms, 0
+        seq = _ID_CLOCK[1]
+    return f"m_{ms:012x}{seq:04x}{os.urandom(4).hex()}"
 
 
 @dataclass(slots=True)

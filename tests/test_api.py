@@ -251,3 +251,20 @@ def test_maxsim_reranker_scores_every_head_hit(mem: Memory) -> None:
     assert res.hits[0].memory.text == "The printer dealer is in Utrecht."
     assert [h.parts.rerank for h in res.hits] == sorted((h.parts.rerank for h in res.hits), reverse=True)
     assert any(s.name == "rerank.maxsim" for s in res.trace.stages)
+
+
+def test_a_session_chain_follows_the_order_of_turns_across_batches(mem: Memory) -> None:
+    """Turns with one event time keep their order in the NEXT chain, also where a second write batch
+    continues the session (the session's last turn must not be picked at random among equal times)."""
+    from ripple._ingest import new_memory_id
+
+    ids = [new_memory_id() for _ in range(5000)]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    at = datetime(2026, 3, 1, 10, 0)
+    texts = [f"Turn {n} of the planning call mentions topic number {n}." for n in range(300)]
+    stored = mem.add_many([{"text": t, "user_id": "u1", "session_id": "s1", "at": at} for t in texts])
+    assert [m.text for m in stored] == texts
+    order = {m.id: n for n, m in enumerate(stored)}
+    nexts = sorted((order[e["src"]], order[e["dst"]]) for e in mem.export(user_id="u1")
+                   if e["type"] == "edge" and e["edge"] == "NEXT")
+    assert nexts == [(n, n + 1) for n in range(299)]
