@@ -682,6 +682,11 @@ def _posting_rows(memories: Sequence[tuple[str, str, Sequence[str]]]) -> tuple[l
     return rows, [{"user": u, "n": n, "len": length} for u, (n, length) in sorted(totals.items())]
 
 
+def _cosine_top(hits: Sequence[Sequence[Any]], k: int) -> list[tuple[str, float]]:
+    """``[id, (1 + cos) / 2]`` rows as the ``k`` best ``(id, cosine)``, ties broken by id."""
+    return sorted(((str(i), 2.0 * float(s) - 1.0) for i, s in hits), key=lambda h: (-h[1], h[0]))[:k]
+
+
 def _vector_dims(rows: Sequence[Record]) -> dict[str, int | None]:
     """Dimensions of ripple's online vector indexes, by label, from ``SHOW INDEXES`` rows."""
     dims: dict[str, int | None] = {label: None for label in _VECTOR_INDEX}
@@ -1010,8 +1015,7 @@ class _Neo4jCore:
                 candidates = min(candidates * 8, _MAX_CANDIDATES)
 
         hits = yield _Tx(False, body)
-        ranked = sorted(((str(i), 2.0 * float(s) - 1.0) for i, s in hits), key=lambda h: (-h[1], h[0]))
-        return ranked[:k]
+        return _cosine_top(hits, k)
 
     def _plan_nearest_batch(
         self, label: str, user_id: str, vectors: "np.ndarray", k: int, statuses: Sequence[str] = ()
@@ -1051,8 +1055,7 @@ class _Neo4jCore:
             if not proven:
                 out.append((yield from self._plan_nearest(label, user_id, vec, k, statuses)))
                 continue
-            ranked = sorted(((str(i), 2.0 * float(s) - 1.0) for i, s in hits), key=lambda h: (-h[1], h[0]))
-            out.append(ranked[:k])
+            out.append(_cosine_top(hits, k))
         return out
 
     def _plan_lexical_stats(self, user_id: str, terms: Sequence[str]) -> _Plan[tuple[int, float, dict[str, int]]]:

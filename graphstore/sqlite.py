@@ -193,6 +193,20 @@ def _apply_rows(cache: _VectorCache, rows: Sequence[tuple[str, bytes, str]]) -> 
         cache.matrix = np.vstack([cache.matrix, *new_rows])
 
 
+def _top_k(scores: "np.ndarray", k: int, ids: Sequence[str]) -> list[list[tuple[str, float]]]:
+    """Per row of a (queries x vectors) score matrix, the ``k`` best ``(id, score)``, best first;
+    masked-out (-inf) columns never count."""
+    import numpy as np
+
+    k = min(k, len(ids))
+    out = []
+    for row in scores:
+        top = np.argpartition(-row, k - 1)[:k]
+        top = top[np.argsort(-row[top], kind="stable")]
+        out.append([(ids[i], float(row[i])) for i in top if np.isfinite(row[i])])
+    return out
+
+
 def _chunks(seq: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
     for i in range(0, len(seq), size):
         yield seq[i : i + size]
@@ -653,19 +667,8 @@ class SQLiteStore:
     ) -> list[tuple[str, float]]:
         import numpy as np
 
-        with self._read():
-            cache = self._memory_vectors(user_id)
-            if cache is None or k <= 0:
-                return []
-            scores = cache.matrix @ _checked(vector, cache)
-            if set(statuses) != {s for s in cache.status}:
-                allowed = set(statuses)
-                mask = np.fromiter((s in allowed for s in cache.status), dtype=bool, count=len(cache.status))
-                scores = np.where(mask, scores, -np.inf)
-            k = min(k, len(cache.ids))
-            top = np.argpartition(-scores, k - 1)[:k]
-            top = top[np.argsort(-scores[top], kind="stable")]
-            return [(cache.ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+        return self.nearest_memories_batch(user_id, np.asarray(vector, dtype=np.float32)[None, :], k,
+                                           statuses=statuses)[0]
 
     def nearest_memories_batch(
         self, user_id: str, vectors: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
@@ -682,13 +685,7 @@ class SQLiteStore:
             if allowed != set(cache.status):
                 mask = np.fromiter((s in allowed for s in cache.status), dtype=bool, count=len(cache.status))
                 scores[:, ~mask] = -np.inf
-            k = min(k, len(cache.ids))
-            out = []
-            for row in scores:
-                top = np.argpartition(-row, k - 1)[:k]
-                top = top[np.argsort(-row[top], kind="stable")]
-                out.append([(cache.ids[i], float(row[i])) for i in top if np.isfinite(row[i])])
-            return out
+            return _top_k(scores, k, cache.ids)
 
     def _entity_cache(self, db: sqlite3.Connection, user_id: str) -> _VectorCache | None:
         import numpy as np
@@ -720,13 +717,7 @@ class SQLiteStore:
             if cache is None or k <= 0:
                 return [[] for _ in range(len(vectors))]
             scores = np.vstack([_checked(v, cache) for v in vectors]) @ cache.matrix.T
-            k = min(k, len(cache.ids))
-            out = []
-            for row in scores:
-                top = np.argpartition(-row, k - 1)[:k]
-                top = top[np.argsort(-row[top], kind="stable")]
-                out.append([(cache.ids[i], float(row[i])) for i in top])
-            return out
+            return _top_k(scores, k, cache.ids)
 
     def lexical_stats(self, user_id: str, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]:
         with self._read() as db:

@@ -215,9 +215,9 @@ def ingest_plan(
             batch.entities.append(EntityRecord(id=self_id, user_id=user, name="(user)", key=SELF_KEY, label="SELF"))
 
         # ---- lifecycle: repeats, retractions, corrections, superseded facts
+        planned = {i: _mentioned(prepared[i].extraction, resolved, also) for i in idxs}
         life = Decisions()
         if lifecycle is not None and replacing is None:
-            planned = {i: _mentioned(prepared[i].extraction, resolved, also) for i in idxs}
             life = yield from lifecycle_plan(user, idxs, prepared, mem_ids, resolved, self_id, lifecycle, planned)
         live = [i for i in idxs if i not in life.duplicate_of]
 
@@ -258,11 +258,7 @@ def ingest_plan(
                               last_seen=replacing.last_seen, valid_to=replacing.valid_to, pinned=replacing.pinned)
             out[i] = rec
             batch.memories.append(rec)
-            mentioned = list(dict.fromkeys(
-                [eid for e in ex.entities for eid in (resolved[e.key], *also.get(e.key, ()))]
-                + life.extra_mentions.get(i, [])
-            ))  # (and the facts' values, below: together what _mentioned() lists)
-            for eid in mentioned:
+            for eid in sorted(planned[i].union(life.extra_mentions.get(i, ()))):
                 batch.edges.append(EdgeRecord(mid, EDGE_MENTIONS, eid, user, 1.0, at=p.at))
             named = [resolved[e.key] for e in ex.entities if e.label in NAMED_LABELS]
             named = list(dict.fromkeys(named))[:_MAX_COMENTION]
@@ -275,10 +271,9 @@ def ingest_plan(
                 if s and d and s != d:
                     batch.edges.append(EdgeRecord(s, EDGE_RELATED, d, user, tr.weight, predicate=tr.predicate, evidence=mid, at=p.at))
             for n, fact in enumerate(ex.facts):
-                d = resolved.get(entity_key(fact.value))
+                d = resolved.get(entity_key(fact.value))  # (the memory mentions it: see _mentioned)
                 if not d:
                     continue
-                batch.edges.append(EdgeRecord(mid, EDGE_MENTIONS, d, user, 1.0, at=p.at))
                 subject = self_id if fact.subject in ("user", "") else resolved.get(entity_key(fact.subject))
                 if subject and subject != d and (lifecycle is None or (i, n) in life.profile_facts):
                     batch.edges.append(EdgeRecord(subject, EDGE_RELATED, d, user, 1.0, predicate=fact.attribute,

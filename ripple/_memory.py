@@ -123,16 +123,22 @@ class _BaseMemory:
                     self._extractor = default_extractor()
         return self._extractor
 
-    def _open_store(self) -> GraphStore:
-        if isinstance(self._store_spec, str):
-            opts: dict[str, Any] = {}
-            from graphstore import is_neo4j_uri
+    def _open_store(self, *, asynchronous: bool = False) -> "GraphStore | AsyncGraphStore":
+        """The store the spec names; ``asynchronous`` opens Neo4j with the driver's async API
+        (other stores have only a sync one)."""
+        if not isinstance(self._store_spec, str):
+            return self._store_spec
+        from graphstore import is_neo4j_uri
 
-            if is_neo4j_uri(self._store_spec):
-                opts = {"user": self.settings.neo4j_user, "password": self.settings.neo4j_password,
-                        "database": self.settings.neo4j_database}
-            return open_store(self._store_spec, **opts)
-        return self._store_spec
+        if not is_neo4j_uri(self._store_spec):
+            return open_store(self._store_spec)
+        opts = {"user": self.settings.neo4j_user, "password": self.settings.neo4j_password,
+                "database": self.settings.neo4j_database}
+        if asynchronous:
+            from graphstore.neo4j import AsyncNeo4jStore
+
+            return AsyncNeo4jStore(self._store_spec, **opts)
+        return open_store(self._store_spec, **opts)
 
     # -- validation ----------------------------------------------------------------------
     @staticmethod
@@ -244,10 +250,10 @@ class _BaseMemory:
         return RecallResult(query=q.text, user_id=q.user_id, mode=q.mode, hits=tuple(hits), trace=trace)
 
     # -- operations: generators of store requests, shared by both drivers ----------------------
-    def _op_get_record(self, memory_id: Any) -> Generator[Call, Any, MemoryRecord]:
+    def _op_get_record(self, memory_id: Any, *, with_vectors: bool = False) -> Generator[Call, Any, MemoryRecord]:
         if not isinstance(memory_id, str) or not memory_id:
             raise InvalidInput("memory_id must be a non-empty string")
-        found = yield Call("get_memories", ([memory_id],))
+        found = yield Call("get_memories", ([memory_id],), {"with_vectors": with_vectors})
         if not found:
             raise MemoryNotFound(f"no memory with id {memory_id!r}")
         return found[0]  # type: ignore[no-any-return]
@@ -300,9 +306,7 @@ class _BaseMemory:
         return _to_model(replace(rec, status=INVALIDATED))
 
     def _op_pin(self, memory_id: str, pinned: bool) -> Generator[Call, Any, MemoryModel]:
-        rec = yield from self._op_get_record(memory_id)
-        (full,) = yield Call("get_memories", ([rec.id],), {"with_vectors": True})
-        full = replace(full, pinned=bool(pinned))
+        full = replace((yield from self._op_get_record(memory_id, with_vectors=True)), pinned=bool(pinned))
         yield Call("write", (WriteBatch(memories=[full]),))
         return _to_model(full)
 
@@ -381,17 +385,18 @@ class _BaseMemory:
         plan = yield from recall_plan(q, cfg)
         result = self._shape(q, plan, (time.perf_counter() - t0) * 1000.0)
         if include_history and result.hits:
-            result = yield from self._with_history(result, user_id)
+            result = yield from self._with_history(result, plan.records, user_id)
         if touch and result.hits:
             yield Call("touch", ([h.memory.id for h in result.hits], self._clock()))
         return result
 
-    def _with_history(self, result: RecallResult, user_id: str) -> Generator[Call, Any, RecallResult]:
-        """Every hit with its other versions next to it, oldest first, at the rank of the best of them."""
+    def _with_history(self, result: RecallResult, by_id: dict[str, MemoryRecord],
+                      user_id: str) -> Generator[Call, Any, RecallResult]:
+        """Every hit with its other versions next to it, oldest first, at the rank of the best of them.
+
+        ``by_id``: the hits' records, as the recall plan already fetched them."""
         from .models import RecallHit
 
-        records = yield Call("get_memories", ([h.memory.id for h in result.hits],))
-        by_id = {r.id: r for r in records}
         groups = yield from self._op_versions([by_id[h.memory.id] for h in result.hits if h.memory.id in by_id], user_id)
         hits_by_id = {h.memory.id: h for h in result.hits}
         out: list[RecallHit] = []
@@ -632,20 +637,9 @@ class AsyncMemory(_BaseMemory):
         import anyio
 
         super().__init__(path, **kwargs)
-        self._store: GraphStore | AsyncGraphStore = self._open_async_store()
+        self._store: GraphStore | AsyncGraphStore = self._open_store(asynchronous=True)
         self._native = _is_async_store(self._store)
         self._write_lock = anyio.Lock()
-
-    def _open_async_store(self) -> "GraphStore | AsyncGraphStore":
-        if isinstance(self._store_spec, str):
-            from graphstore import is_neo4j_uri
-
-            if is_neo4j_uri(self._store_spec):
-                from graphstore.neo4j import AsyncNeo4jStore
-
-                return AsyncNeo4jStore(self._store_spec, user=self.settings.neo4j_user,
-                                       password=self.settings.neo4j_password, database=self.settings.neo4j_database)
-        return self._open_store()
 
     @property
     def store(self) -> "GraphStore | AsyncGraphStore":
