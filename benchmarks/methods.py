@@ -365,13 +365,18 @@ METHODS: dict[str, Callable[[], Method]] = {
     "ripple-bm25": lambda: RippleMethod("bm25", name="ripple-bm25"),
     "hybrid": lambda: RippleMethod("hybrid"),
     "ppr": lambda: RippleMethod("ppr"),
-    # ablations: each switches one stage of the default plan off
+    # ablations: each switches one stage of the default plan off (nolength: the same route weights for
+    # every memory, whatever its length; nospeaker: no bonus for turns said by the person the query names)
     "ripple-nospread": lambda: RippleMethod("ripple", {"spread": {"method": "none"}}, name="ripple-nospread"),
     "ripple-nosession": lambda: RippleMethod("ripple", {"spread": {"session_lambda": 0.0}, "merge": {"session_rank_weight": 0.0}}, name="ripple-nosession"),
     "ripple-noentity": lambda: RippleMethod("ripple", {"spread": {"entity_lambda": 0.0}, "merge": {"entity_rank_weight": 0.0}}, name="ripple-noentity"),
     "ripple-nodamping": lambda: RippleMethod("ripple", {"spread": {"hub_damping": 0.0}}, name="ripple-nodamping"),
     "ripple-nolate": lambda: RippleMethod("ripple", {"seed": {"late": 0.0}}, name="ripple-nolate"),
     "ripple-timedecay": lambda: RippleMethod("ripple", {"merge": {"time_weight": 0.3}}, name="ripple-timedecay"),
+    "ripple-nospeaker": lambda: RippleMethod("ripple", {"merge": {"speaker_weight": 0.0}}, name="ripple-nospeaker"),
+    "ripple-nolength": lambda: RippleMethod(
+        "ripple", {"seed": {"late_length_pivot": None, "dense_length_pivot": None}}, name="ripple-nolength"
+    ),
     "ripple-rerank": lambda: RippleMethod("ripple", {"rerank": {"method": "maxsim"}}, name="ripple-rerank"),
     # experimental: the entity channel replaced by personalised PageRank (the session channel kept)
     "ripple-sessionppr": lambda: RippleMethod("ripple", {"spread": {"method": "session+ppr", "entity_lambda": 0.3}},

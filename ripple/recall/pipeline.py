@@ -180,12 +180,16 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
         blobs = yield Call("token_vectors", (pool,))
         docs = {i: unpack_tokens(b, q.token_dim) for i, b in blobs.items()}
         late = maxsim(np.asarray(q.tokens, dtype=np.float32), docs)
+        doc_tokens = {i: d.shape[0] for i, d in docs.items()}
     pool_lex = {i: lexical[i] for i in pool if i in lexical}
     pool_dense = {i: dense[i] for i in pool if i in dense}
     lexical_weight = seed_cfg.lexical_cjk if q.language in ("zh", "ja", "ko") else seed_cfg.lexical
-    seed_scores = weighted_sum(
-        [(lexical_weight, pool_lex), (seed_cfg.dense, pool_dense), (seed_cfg.late, late)]
-    ) or {i: first.get(i, 0.0) for i in pool}
+    if late and (seed_cfg.late_length_pivot or seed_cfg.dense_length_pivot):
+        seed_scores = _length_aware_seed(pool_lex, pool_dense, late, doc_tokens, lexical_weight, seed_cfg)
+    else:
+        seed_scores = weighted_sum(
+            [(lexical_weight, pool_lex), (seed_cfg.dense, pool_dense), (seed_cfg.late, late)]
+        ) or {i: first.get(i, 0.0) for i in pool}
     for i in pool:
         seed_scores.setdefault(i, 0.0)
     cands_by_id: dict[str, Candidate] = {
@@ -302,6 +306,33 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
     return (yield from _finish(q, keep, config, timer, statuses, spread_used=spread_used, entity_names=entity_names))
 
 
+def _length_aware_seed(
+    lexical: dict[str, float],
+    dense: dict[str, float],
+    late: dict[str, float],
+    doc_tokens: dict[str, int],
+    lexical_weight: float,
+    cfg: Any,
+) -> dict[str, float]:
+    """Seed scores with route weights that follow each memory's length (see :class:`SeedConfig`).
+
+    A memory of ``n`` content tokens keeps ``min(1, late_pivot / n) ** power``
+    of the MaxSim weight, gives the rest to the dense route, and gets
+    ``min(1, n / dense_pivot) ** power`` of the base dense weight.
+    """
+    lex_n, dense_n, late_n = minmax(lexical), minmax(dense), minmax(late)
+    late_pivot, dense_pivot = cfg.late_length_pivot, cfg.dense_length_pivot
+    out: dict[str, float] = {}
+    for i in set(lex_n) | set(dense_n) | set(late_n):
+        share = min(1.0, late_pivot / max(doc_tokens.get(i, 1), 1)) ** cfg.late_length_power if late_pivot else 1.0
+        w_late = cfg.late * share
+        n = max(doc_tokens.get(i, 1), 1)
+        short = min(1.0, n / dense_pivot) ** cfg.dense_length_power if dense_pivot else 1.0
+        w_dense = cfg.dense * short + cfg.late * (1.0 - share)
+        out[i] = lexical_weight * lex_n.get(i, 0.0) + w_dense * dense_n.get(i, 0.0) + w_late * late_n.get(i, 0.0)
+    return out
+
+
 def _drive_spread(
     user_id: str,
     types: tuple[str, ...],
@@ -404,6 +435,37 @@ def tier_of(rec: Any, now: float, cfg: TierConfig) -> tuple[str, float]:
     return "frozen", cfg.frozen_weight
 
 
+def _speaker_factor(query: str, records: Sequence[Any], weight: float) -> Any:
+    """A multiplier per record that favours turns *said by* the person the query asks about.
+
+    "What does Melanie do to destress?" is about Melanie's own turns, yet her
+    name is just as present in Caroline's replies ("That's great, Melanie!"),
+    where no route tells speaker from addressee.  When the query names some
+    but not all of the speakers among the candidates, their turns get
+    ``1 + weight``; otherwise every factor is 1.
+    """
+    if weight <= 0 or not records:
+        return lambda rec: 1.0
+    from extractors.normalize import entity_key
+    from extractors.speaker import split_speaker
+
+    speaker_of: dict[str, str] = {}
+    for rec in records:
+        turn = split_speaker(rec.text)
+        if turn.speaker is not None:
+            speaker_of[rec.id] = turn.subject
+    speakers = set(speaker_of.values())
+    if len(speakers) < 2:
+        return lambda rec: 1.0
+    words = {entity_key(w) for w in re.findall(r"[^\W\d_]+(?:['’]s)?", query)} | set(re.findall(r"[\u4e00-\u9fff]+", query))
+    words = {re.sub(r"['’]s$", "", w) for w in words}
+    named = {sp for sp in speakers if sp in words or any(sp in w for w in words if len(sp) > 1 and not sp.isascii())}
+    if not named or named == speakers:
+        return lambda rec: 1.0
+    boost = 1.0 + weight
+    return lambda rec: boost if speaker_of.get(rec.id) in named else 1.0
+
+
 def _finish(
     q: QueryInput,
     cands: list[Candidate],
@@ -424,6 +486,7 @@ def _finish(
         time_w = merge_cfg.recency_cue_weight
     if q.mode == "ripple":
         conf_w, tiers = merge_cfg.confidence_weight, merge_cfg.tiers
+        speaker_factor = _speaker_factor(q.text, [records[c.id] for c in cands], merge_cfg.speaker_weight)
         for c in cands:
             rec = records[c.id]
             c.importance = rec.importance
@@ -431,7 +494,7 @@ def _finish(
             c.recency = recency_factor((q.now - rec.at) / 86400.0, merge_cfg.half_life_days)
             c.tier, tier_weight = tier_of(rec, q.now, tiers)
             c.score = c.score * (1.0 - time_w + time_w * c.recency) + merge_cfg.importance_weight * (rec.importance - 0.5)
-            c.score *= (1.0 - conf_w + conf_w * rec.confidence) * tier_weight
+            c.score *= (1.0 - conf_w + conf_w * rec.confidence) * tier_weight * speaker_factor(rec)
         cands.sort(key=lambda c: (-c.score, c.id))
     timer.lap("merge.records", len(cands), time_weight=time_w)
     if q.mode == "ripple" and rr.method != RerankMethod.NONE:

@@ -1,0 +1,97 @@
+"""Length-aware route weights in the seed stage, and the speaker prior in the merge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ripple.recall.config import SeedConfig
+from ripple.recall.pipeline import _length_aware_seed, _speaker_factor
+
+
+def test_route_weights_follow_memory_length() -> None:
+    cfg = SeedConfig(lexical=0.1, dense=0.3, late=0.9, late_length_pivot=32, late_length_power=0.5,
+                     dense_length_pivot=24, dense_length_power=1.0)
+    # three memories; "lo" anchors every route's minimum at 0 so normalised scores are easy to read
+    lexical = {"short": 1.0, "long": 1.0, "lo": 0.0}
+    dense = {"short": 1.0, "long": 0.0, "lo": 0.0}
+    late = {"short": 0.0, "long": 1.0, "lo": 0.0}
+    tokens = {"short": 12, "long": 128, "lo": 30}
+    got = _length_aware_seed(lexical, dense, late, tokens, 0.1, cfg)
+    # short (12 tokens): half the dense weight (12/24), all of MaxSim's
+    assert got["short"] == pytest.approx(0.1 + 0.3 * 0.5)
+    # long (128 tokens): keeps (32/128)**.5 = .5 of MaxSim's .9; the other .45 moves to dense
+    assert got["long"] == pytest.approx(0.1 + 0.9 * 0.5)
+    assert got["lo"] == 0.0
+    # switched off: every memory gets the configured weights
+    off = SeedConfig(late_length_pivot=None, dense_length_pivot=None)
+    flat = _length_aware_seed(lexical, dense, late, tokens, 0.1, off)
+    assert flat["short"] == pytest.approx(0.1 + off.dense) and flat["long"] == pytest.approx(0.1 + off.late)
+
+
+@dataclass
+class _Rec:
+    id: str
+    text: str
+
+
+TURNS = [
+    _Rec("a", "Melanie: I go running to destress."),
+    _Rec("b", "Caroline: That's great, Melanie! Running sounds relaxing."),
+    _Rec("c", "Gina: My store opened today."),
+]
+
+
+def test_speaker_named_in_the_query_gets_the_bonus() -> None:
+    f = _speaker_factor("What does Melanie do to destress?", TURNS, 0.4)
+    assert [f(r) for r in TURNS] == [pytest.approx(1.4), 1.0, 1.0]
+    f = _speaker_factor("What are Melanie's hobbies?", TURNS, 0.4)  # possessive
+    assert f(TURNS[0]) == pytest.approx(1.4)
+
+
+@pytest.mark.parametrize(
+    "query, weight",
+    [
+        ("What do Melanie, Caroline and Gina have in common?", 0.4),  # every speaker named: no preference
+        ("What do people do to destress?", 0.4),  # nobody named
+        ("What does Melanie do to destress?", 0.0),  # switched off
+    ],
+)
+def test_no_bonus_without_a_single_named_subject(query: str, weight: float) -> None:
+    f = _speaker_factor(query, TURNS, weight)
+    assert {f(r) for r in TURNS} == {1.0}
+
+
+def test_speaker_bonus_for_chinese_names() -> None:
+    turns = [_Rec("a", "张伟：我周末去爬山了。"), _Rec("b", "李娜：张伟，爬山听起来很棒！")]
+    f = _speaker_factor("张伟周末做了什么？", turns, 0.4)
+    assert [f(r) for r in turns] == [pytest.approx(1.4), 1.0]
+
+
+def test_without_speakers_nothing_changes() -> None:
+    passages = [_Rec("p1", "Demon Dice\nDemon Dice is a collectible dice game."), _Rec("p2", "Ed Wood\nEdward Wood was...")]
+    f = _speaker_factor("Who created Demon Dice?", passages, 0.4)
+    assert {f(r) for r in passages} == {1.0}
+
+
+def test_recall_prefers_the_named_speakers_own_turn(tmp_path: Path, embedder, extractor) -> None:
+    """End to end: the reply that only addresses Melanie must not outrank what Melanie said."""
+    from ripple import Memory, RecallConfig
+
+    turns = [
+        "Caroline: Melanie, you always seem so calm! How do you unwind after a long week?",
+        "Melanie: Pottery class on Saturdays, it is like therapy for me.",
+        "Caroline: Melanie, that pottery class sounds like therapy for anyone, I should unwind like you.",
+        "Caroline: I mostly read on weekends.",
+    ]
+    with Memory(path=str(tmp_path / "s"), embedder=embedder, extractor=extractor) as mem:
+        mem.add_many([{"text": t, "user_id": "u", "session_id": "s1"} for t in turns])
+        on = mem.recall("How does Melanie unwind?", user_id="u", k=4, touch=False)
+        assert on.hits[0].memory.text.startswith("Melanie:")
+        mem.config = RecallConfig().model_copy(update={"merge": RecallConfig().merge.model_copy(update={"speaker_weight": 0.0})})
+        off = mem.recall("How does Melanie unwind?", user_id="u", k=4, touch=False)
+        by_id = {h.memory.id: h.score for h in off.hits}
+        melanie = next(h for h in on.hits if h.memory.text.startswith("Melanie:"))
+        assert melanie.score == pytest.approx(by_id[melanie.memory.id] * 1.4, rel=1e-6)
