@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Generator, Sequence
 from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, Neighbor
 
 from .activation import Edge, SpreadResult, spread_flow
-from .config import MergeMethod, RecallConfig, RerankMethod, SpreadMethod, TierConfig
+from .config import MergeMethod, RecallConfig, RerankMethod, SeedConfig, SpreadMethod, TierConfig
 from .scoring import bm25, maxsim, minmax, recency_factor, rrf, top, weighted_sum
 
 if TYPE_CHECKING:
@@ -312,7 +312,7 @@ def _length_aware_seed(
     late: dict[str, float],
     doc_tokens: dict[str, int],
     lexical_weight: float,
-    cfg: Any,
+    cfg: SeedConfig,
 ) -> dict[str, float]:
     """Seed scores with route weights that follow each memory's length (see :class:`SeedConfig`).
 
@@ -324,12 +324,11 @@ def _length_aware_seed(
     late_pivot, dense_pivot = cfg.late_length_pivot, cfg.dense_length_pivot
     out: dict[str, float] = {}
     for i in set(lex_n) | set(dense_n) | set(late_n):
-        share = min(1.0, late_pivot / max(doc_tokens.get(i, 1), 1)) ** cfg.late_length_power if late_pivot else 1.0
-        w_late = cfg.late * share
         n = max(doc_tokens.get(i, 1), 1)
-        short = min(1.0, n / dense_pivot) ** cfg.dense_length_power if dense_pivot else 1.0
-        w_dense = cfg.dense * short + cfg.late * (1.0 - share)
-        out[i] = lexical_weight * lex_n.get(i, 0.0) + w_dense * dense_n.get(i, 0.0) + w_late * late_n.get(i, 0.0)
+        late_share = min(1.0, late_pivot / n) ** cfg.late_length_power if late_pivot else 1.0
+        dense_share = min(1.0, n / dense_pivot) ** cfg.dense_length_power if dense_pivot else 1.0
+        w_dense = cfg.dense * dense_share + cfg.late * (1.0 - late_share)
+        out[i] = lexical_weight * lex_n.get(i, 0.0) + w_dense * dense_n.get(i, 0.0) + cfg.late * late_share * late_n.get(i, 0.0)
     return out
 
 
@@ -435,18 +434,17 @@ def tier_of(rec: Any, now: float, cfg: TierConfig) -> tuple[str, float]:
     return "frozen", cfg.frozen_weight
 
 
-def _speaker_factor(query: str, records: Sequence[Any], weight: float) -> Any:
-    """A multiplier per record that favours turns *said by* the person the query asks about.
+def _speaker_boosts(query: str, records: Sequence[Any], weight: float) -> dict[str, float]:
+    """Score multipliers for turns *said by* the person the query asks about (memory id -> ``1 + weight``).
 
     "What does Melanie do to destress?" is about Melanie's own turns, yet her
     name is just as present in Caroline's replies ("That's great, Melanie!"),
-    where no route tells speaker from addressee.  When the query names some
-    but not all of the speakers among the candidates, their turns get
-    ``1 + weight``; otherwise every factor is 1.
+    where no route tells speaker from addressee.  Only when the query names
+    some but not all of the speakers among the candidates are their turns
+    boosted; passages and one-speaker logs get nothing.
     """
     if weight <= 0 or not records:
-        return lambda rec: 1.0
-    from extractors.normalize import entity_key
+        return {}
     from extractors.speaker import split_speaker
 
     speaker_of: dict[str, str] = {}
@@ -456,14 +454,12 @@ def _speaker_factor(query: str, records: Sequence[Any], weight: float) -> Any:
             speaker_of[rec.id] = turn.subject
     speakers = set(speaker_of.values())
     if len(speakers) < 2:
-        return lambda rec: 1.0
-    words = {entity_key(w) for w in re.findall(r"[^\W\d_]+(?:['’]s)?", query)} | set(re.findall(r"[\u4e00-\u9fff]+", query))
-    words = {re.sub(r"['’]s$", "", w) for w in words}
-    named = {sp for sp in speakers if sp in words or any(sp in w for w in words if len(sp) > 1 and not sp.isascii())}
+        return {}
+    text = query.lower()
+    named = {sp for sp in speakers if sp in text and (not sp.isascii() or re.search(rf"(?<!\w){re.escape(sp)}(?!\w)", text))}
     if not named or named == speakers:
-        return lambda rec: 1.0
-    boost = 1.0 + weight
-    return lambda rec: boost if speaker_of.get(rec.id) in named else 1.0
+        return {}
+    return {i: 1.0 + weight for i, sp in speaker_of.items() if sp in named}
 
 
 def _finish(
@@ -486,7 +482,7 @@ def _finish(
         time_w = merge_cfg.recency_cue_weight
     if q.mode == "ripple":
         conf_w, tiers = merge_cfg.confidence_weight, merge_cfg.tiers
-        speaker_factor = _speaker_factor(q.text, [records[c.id] for c in cands], merge_cfg.speaker_weight)
+        speaker_boost = _speaker_boosts(q.text, [records[c.id] for c in cands], merge_cfg.speaker_weight)
         for c in cands:
             rec = records[c.id]
             c.importance = rec.importance
@@ -494,7 +490,7 @@ def _finish(
             c.recency = recency_factor((q.now - rec.at) / 86400.0, merge_cfg.half_life_days)
             c.tier, tier_weight = tier_of(rec, q.now, tiers)
             c.score = c.score * (1.0 - time_w + time_w * c.recency) + merge_cfg.importance_weight * (rec.importance - 0.5)
-            c.score *= (1.0 - conf_w + conf_w * rec.confidence) * tier_weight * speaker_factor(rec)
+            c.score *= (1.0 - conf_w + conf_w * rec.confidence) * tier_weight * speaker_boost.get(c.id, 1.0)
         cands.sort(key=lambda c: (-c.score, c.id))
     timer.lap("merge.records", len(cands), time_weight=time_w)
     if q.mode == "ripple" and rr.method != RerankMethod.NONE:
