@@ -38,7 +38,7 @@ import os
 import sqlite3
 import threading
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
@@ -159,6 +159,27 @@ class _VectorCache:
     index: dict[str, int]
     matrix: "np.ndarray"  # float32, rows L2-normalised
     status: list[str]
+    # how many rows have each status, kept in step with ``status``: a search asks whether any row must be
+    # masked, and building set(status) for that cost 7-11 ms per query at a million memories
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self.counts = Counter(self.status)
+
+    def set_status(self, row: int, status: str) -> None:
+        self.counts[self.status[row]] -= 1
+        self.counts[status] += 1
+        self.status[row] = status
+
+    def append(self, rid: str, status: str) -> None:
+        self.index[rid] = len(self.ids)
+        self.ids.append(rid)
+        self.status.append(status)
+        self.counts[status] += 1
+
+    def only(self, allowed: set[str]) -> bool:
+        """Whether every row has one of the ``allowed`` statuses (no mask needed)."""
+        return all(n == 0 or s in allowed for s, n in self.counts.items())
 
 
 def _checked(vector: Any, cache: _VectorCache) -> "np.ndarray":
@@ -183,11 +204,9 @@ def _apply_rows(cache: _VectorCache, rows: Sequence[tuple[str, bytes, str]]) -> 
         vec = np.frombuffer(blob, dtype=np.float32)
         if rid in cache.index:
             cache.matrix[cache.index[rid]] = vec
-            cache.status[cache.index[rid]] = status
+            cache.set_status(cache.index[rid], status)
         else:
-            cache.index[rid] = len(cache.ids)
-            cache.ids.append(rid)
-            cache.status.append(status)
+            cache.append(rid, status)
             new_rows.append(vec)
     if new_rows:
         cache.matrix = np.vstack([cache.matrix, *new_rows])
@@ -493,7 +512,7 @@ class SQLiteStore:
         for m in changed:
             cache = self._vectors.get(m.user_id)
             if cache is not None and m.id in cache.index:
-                cache.status[cache.index[m.id]] = status
+                cache.set_status(cache.index[m.id], status)
         return len(changed)
 
     def delete_memories(self, memory_ids: Sequence[str]) -> dict[str, int]:
@@ -682,7 +701,7 @@ class SQLiteStore:
                 return [[] for _ in range(len(vectors))]
             scores = np.vstack([_checked(v, cache) for v in vectors]) @ cache.matrix.T
             allowed = set(statuses)
-            if allowed != set(cache.status):
+            if not cache.only(allowed):
                 mask = np.fromiter((s in allowed for s in cache.status), dtype=bool, count=len(cache.status))
                 scores[:, ~mask] = -np.inf
             return _top_k(scores, k, cache.ids)
