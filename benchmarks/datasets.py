@@ -85,6 +85,9 @@ class Dataset:
     docs: Sequence[Doc] | "SyntheticDocs"
     queries: list[Query]
     info: dict[str, Any] = field(default_factory=dict)
+    # name -> entity label of every name the documents use, when the source knows them (the synthetic
+    # generator does): what ``--extractor gazetteer`` matches instead of parsing with spaCy
+    known_entities: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def n_docs(self) -> int:
@@ -774,4 +777,7 @@ def synthetic(
         "questions": len(queries),
         "questions_by_category": dict(sorted(Counter(q.category for q in queries).items())),
     }
-    return Dataset(name=f"synthetic-{_human(n_memories)}", docs=docs, queries=queries, info=info)
+    labels = {"P": "PERSON", "O": "ORG", "J": "PRODUCT", "L": "GPE"}
+    known = {name: labels[kind] for u in users for kind, names in u.vocab.items() for name in names}
+    return Dataset(name=f"synthetic-{_human(n_memories)}", docs=docs, queries=queries, info=info,
+                   known_entities=known)

@@ -189,13 +189,17 @@ class RippleMethod:
         store: str | None = None,
         embedder: str | None = None,
         lifecycle: dict[str, Any] | None = None,
+        extractor: str | None = None,
     ) -> None:
+        if extractor not in (None, "gazetteer"):
+            raise ValueError(f"unknown extractor {extractor!r}; known: gazetteer (default: spaCy/jieba)")
         self.mode = mode
+        self.extractor = extractor  # "gazetteer": match the dataset's known names instead of parsing
         self.lifecycle = dict(lifecycle or {})  # LifecycleConfig fields (the write path: its own store)
         self.overrides = dict(config_overrides or {})
         self.store = store  # a bolt:// or neo4j:// URI; None = a temporary embedded store
         self.embedder = embedder  # e.g. "hash-384" for model-free scale runs; None = the default model
-        suffix = ("@neo4j" if store else "") + (f"+{embedder}" if embedder else "")
+        suffix = ("@neo4j" if store else "") + (f"+{embedder}" if embedder else "") + (f"+{extractor}" if extractor else "")
         self.name = (name or mode) + suffix
         self.chunk_size = chunk_size
         self.progress = progress
@@ -204,11 +208,12 @@ class RippleMethod:
         self._ingest_s: float | None = None
         self._stored = 0
         self._recall_config: Any = None
+        self._known_entities: dict[str, str] = {}
         self.last_explain: dict[str, Any] | None = None
 
     def config(self) -> dict[str, Any]:
         cfg: dict[str, Any] = {"method": "ripple", "mode": self.mode, "overrides": self.overrides,
-                               "lifecycle": self.lifecycle}
+                               "lifecycle": self.lifecycle, "extractor": self.extractor or "default"}
         if self._recall_config is not None:
             cfg["recall_config"] = self._recall_config.model_dump(mode="json")
         return cfg
@@ -241,8 +246,13 @@ class RippleMethod:
 
         self.close()
         self._recall_config = self._build_config()
+        if self.extractor == "gazetteer":
+            if not dataset.known_entities:
+                raise ValueError(f"--extractor gazetteer needs a dataset that lists its names (synthetic);"
+                                 f" {dataset.name} does not")
+            self._known_entities = dataset.known_entities
         key = (dataset.name, dataset.n_docs, id(dataset), self.store or "", self.embedder or "",
-               json.dumps(self.lifecycle, sort_keys=True))
+               self.extractor or "", json.dumps(self.lifecycle, sort_keys=True))
         shared = _SHARED_STORES.get(key)
         if shared is not None:  # same data, same write path: only the recall plan differs
             self._dir, self._stored, self._ingest_s = shared
@@ -270,6 +280,10 @@ class RippleMethod:
         kwargs: dict[str, Any] = {"config": self._recall_config, "lifecycle": LifecycleConfig(**self.lifecycle)}
         if self.embedder:
             kwargs["embedder"] = self.embedder
+        if self.extractor == "gazetteer":
+            from extractors import GazetteerExtractor
+
+            kwargs["extractor"] = GazetteerExtractor(self._known_entities)
         if self.store:
             return Memory(store=where, settings=RippleSettings(), **kwargs)
         return Memory(path=where, **kwargs)
@@ -366,7 +380,8 @@ METHODS: dict[str, Callable[[], Method]] = {
     "hybrid": lambda: RippleMethod("hybrid"),
     "ppr": lambda: RippleMethod("ppr"),
     # ablations: each switches one stage of the default plan off (nolength: the same route weights for
-    # every memory, whatever its length; nospeaker: no bonus for turns said by the person the query names)
+    # every memory, whatever its length; nospeaker: no bonus for turns said by the person the query names;
+    # notitle: no bonus for documents whose title line the query names)
     "ripple-nospread": lambda: RippleMethod("ripple", {"spread": {"method": "none"}}, name="ripple-nospread"),
     "ripple-nosession": lambda: RippleMethod("ripple", {"spread": {"session_lambda": 0.0}, "merge": {"session_rank_weight": 0.0}}, name="ripple-nosession"),
     "ripple-noentity": lambda: RippleMethod("ripple", {"spread": {"entity_lambda": 0.0}, "merge": {"entity_rank_weight": 0.0}}, name="ripple-noentity"),
@@ -374,6 +389,7 @@ METHODS: dict[str, Callable[[], Method]] = {
     "ripple-nolate": lambda: RippleMethod("ripple", {"seed": {"late": 0.0}}, name="ripple-nolate"),
     "ripple-timedecay": lambda: RippleMethod("ripple", {"merge": {"time_weight": 0.3}}, name="ripple-timedecay"),
     "ripple-nospeaker": lambda: RippleMethod("ripple", {"merge": {"speaker_weight": 0.0}}, name="ripple-nospeaker"),
+    "ripple-notitle": lambda: RippleMethod("ripple", {"merge": {"title_weight": 0.0}}, name="ripple-notitle"),
     "ripple-nolength": lambda: RippleMethod(
         "ripple", {"seed": {"late_length_pivot": None, "dense_length_pivot": None}}, name="ripple-nolength"
     ),
@@ -390,16 +406,17 @@ METHODS: dict[str, Callable[[], Method]] = {
 }
 
 
-def make_method(name: str, *, store: str | None = None, embedder: str | None = None, dedup: bool = True) -> Method:
-    """A fresh method instance from :data:`METHODS`; ``store``/``embedder``/``dedup`` apply to ripple's methods
-    (without dedup, the method's name gets ``+nodedup``)."""
+def make_method(name: str, *, store: str | None = None, embedder: str | None = None, dedup: bool = True,
+                extractor: str | None = None) -> Method:
+    """A fresh method instance from :data:`METHODS`; ``store``/``embedder``/``dedup``/``extractor`` apply to
+    ripple's methods (without dedup, the method's name gets ``+nodedup``)."""
     try:
         factory = METHODS[name]
     except KeyError:
         raise ValueError(f"unknown method {name!r}; known: {', '.join(METHODS)}") from None
     method = factory()
-    if isinstance(method, RippleMethod) and (store or embedder or not dedup):
+    if isinstance(method, RippleMethod) and (store or embedder or extractor or not dedup):
         lifecycle = method.lifecycle if dedup else {**method.lifecycle, "dedup": False}
         method = RippleMethod(method.mode, method.overrides, name=method.name + ("" if dedup else "+nodedup"),
-                              store=store, embedder=embedder, lifecycle=lifecycle)
+                              store=store, embedder=embedder, lifecycle=lifecycle, extractor=extractor)
     return method

@@ -28,6 +28,7 @@ from .base import ExtractedEntity, ExtractedFact, ExtractedTriple, Extraction, E
 from .errors import ExtractionError, ModelNotInstalled
 from .attributes import normalise_attribute
 from .filters import is_contentless
+from .gazetteer import GazetteerExtractor
 from .jieba_zh import JiebaExtractor
 from .normalize import entity_key, is_valid_entity
 from .signals import Signals, detect_signals, hedge_confidence
@@ -47,6 +48,7 @@ __all__ = [
     "ModelNotInstalled",
     "SpacyExtractor",
     "JiebaExtractor",
+    "GazetteerExtractor",
     "MultilingualExtractor",
     "default_extractor",
     "entity_key",

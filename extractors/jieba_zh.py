@@ -20,14 +20,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from .assemble import assemble, speaker_mentions
 from .base import ExtractedTriple, Extraction
 from .filters import FILLERS_ZH, is_contentless
-from .mentions import P_CORE, P_NAMED, P_NOUN, P_PROPN, P_SPEAKER, Mention, dedupe, token_keys
+from .mentions import P_CORE, P_NAMED, P_NOUN, P_PROPN, Mention, token_keys
 from .normalize import entity_key, is_valid_entity
 from .speaker import SpeakerTurn, split_speaker
-from .text import _jieba, detect_language
-from .signals import detect_signals
-from .triggers import classify_kind, extract_facts
+from .text import _jieba
 
 __all__ = ["JiebaExtractor", "FLAG_LABELS"]
 
@@ -120,32 +119,14 @@ class JiebaExtractor:
         return toks
 
     def _build(self, text: str, turn: SpeakerTurn, message: str, toks: list[_Tok] | None) -> Extraction:
-        mentions: list[Mention] = []
-        if turn.speaker is not None:
-            mentions.append(Mention(turn.subject, turn.speaker, "PERSON", turn.start, turn.end, -1, -1, P_SPEAKER))
-        triples: tuple[ExtractedTriple, ...] = ()
+        mentions = speaker_mentions(turn)
+        triples: list[ExtractedTriple] = []
         if toks:
             mentions.extend(self._mentions(text, toks))
             keys = token_keys(mentions, len(toks))
             speaker_key = turn.subject if turn.speaker is not None else None
-            triples = tuple(_triples(toks, keys, speaker_key))
-        facts = tuple(extract_facts(message, subject=turn.subject))
-        signals = detect_signals(message)  # hedges, "forget that", "no, I meant ..."
-        contentless = toks is None
-        return Extraction(
-            text=text,
-            language=detect_language(message) if message.strip() else detect_language(text),
-            entities=dedupe(mentions),
-            triples=triples,
-            facts=facts,
-            contentless=contentless,
-            kind="message" if contentless else classify_kind(message, facts),
-            extra={"speaker": turn.subject} if turn.speaker is not None else {},
-            confidence=signals.confidence,
-            retracts=signals.retracts,
-            retract_hint=signals.retract_hint,
-            corrects=signals.corrects,
-        )
+            triples = _triples(toks, keys, speaker_key)
+        return assemble(text, turn, message, mentions, triples, contentless=toks is None)
 
     def _mentions(self, text: str, toks: list[_Tok]) -> list[Mention]:
         out: list[Mention] = []

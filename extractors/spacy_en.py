@@ -15,15 +15,14 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from .assemble import assemble, speaker_mentions
 from .base import ExtractedTriple, Extraction
 from .errors import EN_MODEL_PIP, ModelNotInstalled
 from .filters import is_contentless
-from .mentions import P_CORE, P_NAMED, P_NOUN, P_PROPN, P_SPEAKER, Mention, dedupe, token_keys
+from .mentions import P_CORE, P_NAMED, P_NOUN, P_PROPN, Mention, token_keys
 from .normalize import DETERMINERS, entity_key, is_valid_entity
 from .speaker import SpeakerTurn, split_speaker
-from .text import STOPWORDS_EN, detect_language
-from .signals import detect_signals
-from .triggers import classify_kind, extract_facts
+from .text import STOPWORDS_EN
 
 if TYPE_CHECKING:  # pragma: no cover - typing only, spaCy is imported lazily
     from spacy.language import Language
@@ -173,35 +172,14 @@ class SpacyExtractor:
     # ------------------------------------------------------------------ building
 
     def _build(self, text: str, turn: SpeakerTurn, message: str, doc: Doc | None, contentless: bool) -> Extraction:
-        mentions: list[Mention] = []
-        if turn.speaker is not None:
-            mentions.append(
-                Mention(turn.subject, turn.speaker, "PERSON", turn.start, turn.end, -1, -1, P_SPEAKER)
-            )
-        triples: tuple[ExtractedTriple, ...] = ()
+        mentions = speaker_mentions(turn)
+        triples: list[ExtractedTriple] = []
         if doc is not None:
             mentions.extend(self._mentions(doc, text, turn.message_start))
             tok_key = token_keys(mentions, len(doc))
             speaker_key = turn.subject if turn.speaker is not None else None
-            triples = tuple(self._triples(doc, tok_key, speaker_key))
-        entities = dedupe(mentions)
-        facts = tuple(extract_facts(message, subject=turn.subject))
-        signals = detect_signals(message)  # hedges, "forget that", "no, I meant ..."
-        extra = {"speaker": turn.subject} if turn.speaker is not None else {}
-        return Extraction(
-            text=text,
-            language=detect_language(message) if message.strip() else detect_language(text),
-            entities=entities,
-            triples=triples,
-            facts=facts,
-            contentless=contentless,
-            kind="message" if contentless else classify_kind(message, facts),
-            extra=extra,
-            confidence=signals.confidence,
-            retracts=signals.retracts,
-            retract_hint=signals.retract_hint,
-            corrects=signals.corrects,
-        )
+            triples = self._triples(doc, tok_key, speaker_key)
+        return assemble(text, turn, message, mentions, triples, contentless=contentless)
 
     def _mentions(self, doc: Doc, text: str, offset: int) -> list[Mention]:
         """NER entities, then proper-noun runs, then noun chunks (``text[offset:]`` is the doc's text)."""

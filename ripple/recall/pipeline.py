@@ -462,6 +462,27 @@ def _speaker_boosts(query: str, records: Sequence[Any], weight: float) -> dict[s
     return {i: 1.0 + weight for i, sp in speaker_of.items() if sp in named}
 
 
+def _title_boosts(query: str, records: Sequence[Any], weight: float) -> dict[str, float]:
+    """Score multipliers for documents whose title the query names (memory id -> ``1 + weight``).
+
+    "Where was Philip Carlo born?" is about the page titled "Philip Carlo"
+    more than about the pages that mention him.  Memories without a title line
+    (chat turns) are untouched.
+    """
+    if weight <= 0 or not records:
+        return {}
+    from extractors.heading import names_title, split_title, title_key
+    from extractors.normalize import entity_key
+
+    query_key = entity_key(query)
+    out = {}
+    for rec in records:
+        title = split_title(rec.text)
+        if title is not None and names_title(query_key, title_key(title)):
+            out[rec.id] = 1.0 + weight
+    return out
+
+
 def _finish(
     q: QueryInput,
     cands: list[Candidate],
@@ -483,6 +504,7 @@ def _finish(
     if q.mode == "ripple":
         conf_w, tiers = merge_cfg.confidence_weight, merge_cfg.tiers
         speaker_boost = _speaker_boosts(q.text, [records[c.id] for c in cands], merge_cfg.speaker_weight)
+        title_boost = _title_boosts(q.text, [records[c.id] for c in cands], merge_cfg.title_weight)
         for c in cands:
             rec = records[c.id]
             c.importance = rec.importance
@@ -491,6 +513,7 @@ def _finish(
             c.tier, tier_weight = tier_of(rec, q.now, tiers)
             c.score = c.score * (1.0 - time_w + time_w * c.recency) + merge_cfg.importance_weight * (rec.importance - 0.5)
             c.score *= (1.0 - conf_w + conf_w * rec.confidence) * tier_weight * speaker_boost.get(c.id, 1.0)
+            c.score *= title_boost.get(c.id, 1.0)
         cands.sort(key=lambda c: (-c.score, c.id))
     timer.lap("merge.records", len(cands), time_weight=time_w)
     if q.mode == "ripple" and rr.method != RerankMethod.NONE:
