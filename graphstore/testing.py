@@ -326,6 +326,34 @@ class GraphStoreConformance:
         assert {n.target for n in store.expand("u1", ["m_1"], [EDGE_MENTIONS])} == {"e_zw"}
         assert store.entity_degrees(["e_dana", "e_zw"]) == {"e_dana": 1, "e_zw": 2}
 
+    def test_degrees_follow_every_kind_of_change(self, store: GraphStore) -> None:
+        """Degrees are kept up to date incrementally: after repeated, replaced and deleted mentions they
+        still equal the number of MENTIONS edges into each entity."""
+        import random
+
+        rng = random.Random(7)
+        ents = [f"e_{i}" for i in range(5)]
+        store.write(WriteBatch(entities=[make_entity(e) for e in ents]))
+        alive: list[str] = []
+        for step in range(40):
+            op = rng.random()
+            if op < 0.5 or not alive:
+                mids = [f"m_{step}_{j}" for j in range(rng.randint(1, 3))]
+                edges = [mention(m, rng.choice(ents)) for m in mids for _ in range(rng.randint(1, 3))]
+                store.write(WriteBatch(memories=[make_memory(m) for m in mids], edges=edges + edges[:1]))
+                alive += mids
+            elif op < 0.8:
+                m = rng.choice(alive)
+                store.write(WriteBatch(edges=[mention(m, rng.choice(ents))]), replace_mentions_of=[m])
+            else:
+                gone = rng.sample(alive, min(len(alive), 2))
+                store.delete_memories(gone)
+                alive = [m for m in alive if m not in gone]
+            counted = {e: 0 for e in ents}
+            for n in store.expand("u1", alive, [EDGE_MENTIONS]):
+                counted[n.target] += 1
+            assert store.entity_degrees(ents) == counted, f"step {step}"
+
     # -- export / durability ------------------------------------------------------------------------------
     def test_export_round_trips_through_jsonl(self, store: GraphStore) -> None:
         self._seed_graph(store)
