@@ -209,6 +209,11 @@ class RippleMethod:
         self._stored = 0
         self._recall_config: Any = None
         self._known_entities: dict[str, str] = {}
+        # Recall happens at each user's "present": the time of their latest memory, not today.  A
+        # conversation recorded in 2023 and queried from 2026 would make every memory three years
+        # old, which hides what time decay and the forgetting tiers do to the ranking.
+        self._user_now: dict[str, float] = {}
+        self._query_now: float | None = None
         self.last_explain: dict[str, Any] | None = None
 
     def config(self) -> dict[str, Any]:
@@ -255,7 +260,7 @@ class RippleMethod:
                self.extractor or "", json.dumps(self.lifecycle, sort_keys=True))
         shared = _SHARED_STORES.get(key)
         if shared is not None:  # same data, same write path: only the recall plan differs
-            self._dir, self._stored, self._ingest_s = shared
+            self._dir, self._stored, self._ingest_s, self._user_now = shared
             self._mem = self._open(self._dir)
             return
         self._dir = self.store or tempfile.mkdtemp(prefix=f"ripple-bench-{dataset.name}-")
@@ -266,7 +271,7 @@ class RippleMethod:
         t0 = time.perf_counter()
         self._ingest(dataset)
         self._ingest_s = time.perf_counter() - t0
-        _SHARED_STORES[key] = (self._dir, self._stored, self._ingest_s)
+        _SHARED_STORES[key] = (self._dir, self._stored, self._ingest_s, self._user_now)
 
     def ingest_seconds(self) -> float | None:
         """Seconds the (possibly shared) store took to ingest the dataset."""
@@ -277,7 +282,8 @@ class RippleMethod:
 
         from ripple import LifecycleConfig
 
-        kwargs: dict[str, Any] = {"config": self._recall_config, "lifecycle": LifecycleConfig(**self.lifecycle)}
+        kwargs: dict[str, Any] = {"config": self._recall_config, "lifecycle": LifecycleConfig(**self.lifecycle),
+                                  "clock": self._clock}
         if self.embedder:
             kwargs["embedder"] = self.embedder
         if self.extractor == "gazetteer":
@@ -292,6 +298,7 @@ class RippleMethod:
         from tqdm import tqdm
 
         stored = 0
+        self._user_now = {}
         with tqdm(total=dataset.n_docs, unit="doc", desc=f"ingest {dataset.name}/{self.name}",
                   disable=not self.progress, file=sys.stderr) as bar:
             for chunk in iter_doc_chunks(dataset.docs, self.chunk_size):
@@ -308,20 +315,31 @@ class RippleMethod:
                     ]
                 )
                 stored += len(out)
+                for d in chunk:
+                    if d.at is not None:
+                        t = d.at.timestamp()
+                        if t > self._user_now.get(d.user_id, float("-inf")):
+                            self._user_now[d.user_id] = t
                 bar.update(len(chunk))
         self._stored = stored
 
     def indexed_count(self) -> int:
         return self._stored
 
+    def _clock(self) -> float:
+        return time.time() if self._query_now is None else self._query_now
+
     def recall(self, query: Query, k: int) -> list[str]:
         from ripple import UnknownUser
 
+        self._query_now = self._user_now.get(query.user_id)
         try:
             res = self._mem.recall(query.text, user_id=query.user_id, k=k, mode=self.mode, touch=False)
         except UnknownUser:  # every turn of this user was contentless
             self.last_explain = None
             return []
+        finally:
+            self._query_now = None
         self.last_explain = {"scores": [round(h.score, 5) for h in res.hits], "via": [h.via for h in res.hits]}
         return [h.memory.metadata["doc_id"] for h in res.hits]
 
@@ -346,12 +364,12 @@ class RippleMethod:
 
 #: Ingested stores shared by the ripple-family methods of one run, keyed by dataset:
 #: ingest once, recall with every mode and ablation (removed at exit).
-_SHARED_STORES: dict[tuple[str, int, int, str, str, str], tuple[str, int, float]] = {}
+_SHARED_STORES: dict[tuple[str, ...], tuple[str, int, float, dict[str, float]]] = {}
 
 
 @atexit.register
 def _remove_shared_stores() -> None:
-    for folder, _, _ in _SHARED_STORES.values():
+    for folder, *_ in _SHARED_STORES.values():
         if "://" not in folder:  # never touch a server's data here
             shutil.rmtree(folder, ignore_errors=True)
     _SHARED_STORES.clear()

@@ -172,6 +172,12 @@ def test_a_hedged_statement_is_kept_at_low_confidence_and_repetition_raises_it(m
 
 
 def test_forgetting_tiers_change_scores_as_time_passes(mem: Memory, clock: Clock) -> None:
+    from ripple import RecallConfig, TierConfig
+
+    defaults = TierConfig()
+    assert 0 < defaults.frozen_weight <= defaults.cold_weight < defaults.warm_weight == 1.0
+    steep = TierConfig(cold_weight=0.8, frozen_weight=0.6)
+    mem.config = RecallConfig().model_copy(update={"merge": RecallConfig().merge.model_copy(update={"tiers": steep})})
     note = say(mem, "The storage unit code is 4471.", 0)
     pinned = say(mem, "My blood type is O negative.", 0)
     mem.pin(pinned.id)

@@ -37,9 +37,20 @@ _RECENCY_CUES = re.compile(
 )
 
 
+# A query that names its own time ("the latest project in July 2023", "2023年7月最新的") asks what was
+# latest *then*; weighting by age from today would favour the wrong memories.
+_ANCHORED_TIME = re.compile(
+    r"\b(1[89]\d\d|2\d\d\d)\b|\b(january|february|march|april|may|june|july|august|september|october|"
+    r"november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b(?!\s*(?:i|we|you|he|she|they)\b)"
+    r"|\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}|\d+\s*[年月]|[一二三四五六七八九十]+月",
+    re.IGNORECASE,
+)
+
+
 def has_recency_cue(text: str) -> bool:
-    """True when a query asks about recency ("latest", "recently", "最近")."""
-    return _RECENCY_CUES.search(text) is not None
+    """True when a query asks about recency ("latest", "recently", "最近") relative to now, not to a
+    time it names itself ("the latest project in July 2023")."""
+    return _RECENCY_CUES.search(text) is not None and _ANCHORED_TIME.search(text) is None
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,3 +71,30 @@ def test_ripple_method_overrides_reach_the_config() -> None:
 
     _remove_shared_stores()
     assert not Path(d).exists()
+
+
+def test_recall_happens_at_each_users_present() -> None:
+    """Recall runs at the time of the user's latest memory, so ages (tiers, time decay) are the data's own."""
+    from datetime import datetime, timezone
+
+    from benchmarks.datasets import Dataset, Doc, Query
+
+    def at(day: int) -> datetime:
+        return datetime(2023, 1, day, tzinfo=timezone.utc)
+
+    docs = [Doc("a1", "Dana runs procurement at Northwind.", "a", "s1", at(2)),
+            Doc("a2", "Dana moved to Berlin.", "a", "s1", at(20)),
+            Doc("b1", "Bo plays chess on Sundays.", "b", "s1", at(5))]
+    data = Dataset("tiny", docs, [Query("qa", "Where is Dana?", "a", ("a2",), "x"),
+                                  Query("qb", "What does Bo play?", "b", ("b1",), "x")])
+    m = RippleMethod("ripple", embedder="hash-384", extractor=None)
+    seen: list[float] = []
+    try:
+        m.index(data)
+        clock = m._mem._clock
+        m._mem._clock = lambda: seen.append(clock()) or clock()
+        assert m.recall(data.queries[0], 2) and m.recall(data.queries[1], 2)
+    finally:
+        m.close()
+    assert set(seen) == {at(20).timestamp(), at(5).timestamp()}
+    assert m._query_now is None  # outside a recall the clock is real time again

@@ -49,3 +49,22 @@ def test_recency_halves_per_half_life() -> None:
     assert recency_factor(30, 30) == pytest.approx(0.5)
     assert recency_factor(-5, 30) == 1.0
     assert recency_factor(0, 30) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("query", "cue"),
+    [
+        ("What did Melanie paint recently?", True),
+        ("What is the latest budget?", True),
+        ("May I see the latest plan?", True),  # "May" the verb is not a month
+        ("最近在读什么书？", True),
+        ("What did Mel paint in their latest project in July 2023?", False),  # latest *then*
+        ("What is the latest on 3/4/2024?", False),
+        ("2023年7月最新的项目是什么？", False),
+        ("Where does Dana work?", False),
+    ],
+)
+def test_recency_cue_unless_the_query_names_its_own_time(query: str, cue: bool) -> None:
+    from ripple.recall.pipeline import has_recency_cue
+
+    assert has_recency_cue(query) is cue
