@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, Mapping, Sequence, TypeVar
 
@@ -105,6 +106,7 @@ class _BaseMemory:
         self._clock = clock or time.time
         self._model_lock = threading.Lock()
         self._cross_encoders: dict[str, Any] = {}
+        self._query_encoder: ThreadPoolExecutor | None = None
 
     # -- models (loaded on first use) -------------------------------------------------
     @property
@@ -214,17 +216,31 @@ class _BaseMemory:
         from extractors.text import detect_language, lexical_tokens
 
         emb = self.embedder
-        vector = tokens = None
+        pending = None
         if mode != "bm25":
-            vecs, toks = emb.encode_with_tokens([query])
-            vector, tokens = vecs[0], toks[0]
+            # Encoded in a worker thread (torch releases the GIL) while the plan reads the
+            # lexical postings; the plan collects it with Call("query_vectors").
+            pending = self._query_pool().submit(emb.encode_with_tokens, [query])
         keys: list[str] = []
         if self.config.seed.query_entities > 0:
             keys = [e.key for e in self.extractor.extract_many([query])[0].entities]
         return QueryInput(
             text=query, user_id=user_id, k=k, mode=mode, now=self._clock(), terms=lexical_tokens(query),
-            vector=vector, tokens=tokens, token_dim=emb.dim, entity_keys=keys, language=detect_language(query),
+            vector=None, tokens=None, token_dim=emb.dim, entity_keys=keys, language=detect_language(query),
+            pending=pending,
         )
+
+    def _close_query_pool(self) -> None:
+        pool, self._query_encoder = self._query_encoder, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def _query_pool(self) -> "ThreadPoolExecutor":
+        if self._query_encoder is None:
+            with self._model_lock:
+                if self._query_encoder is None:
+                    self._query_encoder = ThreadPoolExecutor(1, thread_name_prefix="ripple-query")
+        return self._query_encoder
 
     def _local(self, call: Call) -> Any:
         """CPU work that a plan asks of the driver rather than the store."""
@@ -232,6 +248,9 @@ class _BaseMemory:
             return self._prepare(*call.args)
         if call.method == "query_input":
             return self._query_input(*call.args)
+        if call.method == "query_vectors":
+            vectors, tokens = call.args[0].result()
+            return vectors[0], tokens[0]
         if call.method == "embed":
             return self.embedder.encode(call.args[0])
         if call.method == "cross_encode":
@@ -510,6 +529,7 @@ class Memory(_BaseMemory):
 
     def close(self) -> None:
         """Close the store (models stay cached for the process)."""
+        self._close_query_pool()
         if not isinstance(self._store_spec, str):
             return  # the caller owns a store they passed in
         self._store.close()
@@ -674,6 +694,7 @@ class AsyncMemory(_BaseMemory):
 
     async def aclose(self) -> None:
         """Close the store (unless the caller passed it in)."""
+        self._close_query_pool()
         if not isinstance(self._store_spec, str):
             return
         if self._native:

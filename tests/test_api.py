@@ -268,3 +268,33 @@ def test_a_session_chain_follows_the_order_of_turns_across_batches(mem: Memory) 
     nexts = sorted((order[e["src"]], order[e["dst"]]) for e in mem.export(user_id="u1")
                    if e["type"] == "edge" and e["edge"] == "NEXT")
     assert nexts == [(n, n + 1) for n in range(299)]
+
+
+def test_the_query_is_encoded_beside_the_lexical_route(tmp_path: Path, extractor) -> None:
+    """Recall encodes the query in a worker thread while the plan reads postings; what the
+    encoder raises reaches the caller unchanged, and close() stops the worker."""
+    from ripple.embedding import HashEmbedder
+
+    class Recording(HashEmbedder):
+        threads: list[str] = []
+        fail = False
+
+        def encode_with_tokens(self, texts):  # type: ignore[no-untyped-def]
+            if len(texts) == 1 and texts[0].startswith("Where"):
+                Recording.threads.append(threading.current_thread().name)
+                if Recording.fail:
+                    raise RuntimeError("encoder broke")
+            return super().encode_with_tokens(texts)
+
+    mem = Memory(path=str(tmp_path / "s"), embedder=Recording(), extractor=extractor)
+    try:
+        mem.add("Dana moved to Berlin last spring.", user_id="u")
+        hits = mem.recall("Where does Dana live?", user_id="u", k=1).hits
+        assert hits[0].memory.text.startswith("Dana moved") and hits[0].parts.dense > 0
+        assert Recording.threads == ["ripple-query_0"]
+        Recording.fail = True
+        with pytest.raises(RuntimeError, match="encoder broke"):
+            mem.recall("Where does Dana live?", user_id="u", k=1)
+    finally:
+        mem.close()
+    assert mem._query_encoder is None

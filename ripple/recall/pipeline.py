@@ -12,6 +12,7 @@ parts and, when it was reached by spreading, the edge path from a seed.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import time
@@ -78,6 +79,9 @@ class QueryInput:
     token_dim: int
     entity_keys: list[str]
     language: str = "en"
+    # The query's vectors while the driver is still computing them (an opaque handle): the plan
+    # runs the lexical route meanwhile and asks for them with Call("query_vectors", (pending,)).
+    pending: Any = None
 
 
 @dataclass(slots=True)
@@ -150,7 +154,6 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
     dense: dict[str, float] = {}
     pool_size = max(seed_cfg.pool, k)
     want_lexical = q.mode in ("ripple", "bm25", "hybrid", "ppr") and q.terms
-    want_dense = q.mode in ("ripple", "flat", "hybrid", "ppr") and q.vector is not None
     if want_lexical:
         n_docs, avg_len, df = yield Call("lexical_stats", (q.user_id, q.terms))
         cap = max(1, seed_cfg.max_df_ratio * n_docs)
@@ -160,6 +163,10 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
         if usable:
             rows = yield Call("postings", (q.user_id, usable))
             lexical = bm25(q.terms, rows, n_docs=n_docs, avg_len=avg_len, df=df, k1=seed_cfg.bm25_k1, b=seed_cfg.bm25_b)
+    if q.pending is not None:  # the encoder ran while the lexical route read the postings
+        vector, tokens = yield Call("query_vectors", (q.pending,), local=True)
+        q = dataclasses.replace(q, vector=vector, tokens=tokens, pending=None)
+    want_dense = q.mode in ("ripple", "flat", "hybrid", "ppr") and q.vector is not None
     if want_dense:
         dense = dict((yield Call("nearest_memories", (q.user_id, q.vector, pool_size), {"statuses": statuses})))
     timer.lap("seed.first_stage", len(lexical) + len(dense), lexical=len(lexical), dense=len(dense))
@@ -180,7 +187,8 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
         return (yield from _finish(q, cands, config, timer, statuses, spread_used=False))
 
     fl = seed_cfg.first_stage_lexical
-    first = weighted_sum([(fl, top(lexical, pool_size) and {i: lexical[i] for i in top(lexical, pool_size)}), (1 - fl, dense)])
+    lexical_pool = {i: lexical[i] for i in top(lexical, pool_size)}
+    first = weighted_sum([(fl, lexical_pool), (1 - fl, dense)])
     pool = top(first, pool_size)
     late: dict[str, float] = {}
     if seed_cfg.late > 0 and q.tokens is not None and pool:

@@ -120,5 +120,19 @@ def recency_factor(age_days: float, half_life_days: float) -> float:
 
 
 def top(scores: Mapping[str, float], n: int) -> list[str]:
-    """Ids of the ``n`` highest scores, ties broken by id for determinism."""
-    return [k for k, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+    """Ids of the ``n`` highest scores, ties broken by id for determinism.
+
+    Exactly ``sorted(...)[:n]``, but a large map (thousands of BM25 hits for a
+    common word) is first cut to the scores at or above the ``n``-th best with
+    a numpy partition, so only those are sorted in Python.
+    """
+    if n <= 0 or not scores:
+        return []
+    items: Iterable[tuple[str, float]] = scores.items()
+    if len(scores) > 4 * n + 64:
+        import numpy as np
+
+        values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+        cut = np.partition(values, len(values) - n)[len(values) - n]  # the n-th best score
+        items = [(k, v) for k, v in scores.items() if v >= cut]
+    return [k for k, _ in sorted(items, key=lambda kv: (-kv[1], kv[0]))[:n]]

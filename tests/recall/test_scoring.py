@@ -68,3 +68,13 @@ def test_recency_cue_unless_the_query_names_its_own_time(query: str, cue: bool) 
     from ripple.recall.pipeline import has_recency_cue
 
     assert has_recency_cue(query) is cue
+
+
+def test_top_of_a_large_map_equals_the_full_sort() -> None:
+    import random
+
+    rng = random.Random(3)
+    for size, n in ((10, 3), (2_000, 50), (5_000, 200), (300, 1)):
+        scores = {f"d{i}": float(rng.randint(0, 40)) for i in range(size)}  # many ties
+        assert top(scores, n) == [k for k, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+    assert top({}, 5) == [] and top({"a": 1.0}, 0) == []
