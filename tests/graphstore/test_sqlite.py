@@ -158,6 +158,8 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
     for col in ("confidence", "mentions", "last_seen", "valid_to", "pinned"):
         db.execute(f"ALTER TABLE memories DROP COLUMN {col}")
     db.execute("ALTER TABLE postings DROP COLUMN doc_len")  # added in version 3
+    db.execute("DROP INDEX edges_dst")  # version 4 widened it
+    db.execute("CREATE INDEX edges_dst ON edges (dst, type, src, weight)")
     db.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
     db.commit()
     db.close()
@@ -175,6 +177,8 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
         s.close()
     db = sqlite3.connect(path)
     assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+    assert [r[2] for r in db.execute("PRAGMA index_info(edges_dst)")] == ["dst", "type", "src", "weight", "predicate",
+                                                                         "user_id"]
     db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
     db.commit()
     db.close()
