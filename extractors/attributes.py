@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from .text import is_cjk_char
+from .text import has_cjk
 
 __all__ = [
     "normalise_attribute",
@@ -133,7 +133,7 @@ def normalise_attribute(name: str) -> str:
     ['favorite_color', 'budget', 'deadline', 'budget', '狗']
     """
     s = unicodedata.normalize("NFKC", name).strip().lower()
-    if any(is_cjk_char(ch) for ch in s):
+    if has_cjk(s):
         s = _ZH_PREFIX.sub("", "".join(s.split()))
         return ZH_ATTRIBUTES.get(s, s)
     words = s.replace("-", " ").replace("_", " ").split()

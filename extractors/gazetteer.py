@@ -28,7 +28,7 @@ from .filters import is_contentless
 from .mentions import P_NAMED, Mention
 from .normalize import entity_key
 from .speaker import split_speaker
-from .text import is_cjk_char
+from .text import has_cjk
 
 __all__ = ["GazetteerExtractor"]
 
@@ -54,7 +54,7 @@ class GazetteerExtractor:
             key = entity_key(name)
             if not key:
                 continue
-            if any(is_cjk_char(ch) for ch in key):
+            if has_cjk(key):
                 self._cjk[key] = label
                 continue
             words = key.split(" ")
@@ -88,7 +88,7 @@ class GazetteerExtractor:
         i = 0
         while i < len(words):
             w = words[i]
-            if self._cjk and any(is_cjk_char(ch) for ch in w.group()):
+            if self._cjk and has_cjk(w.group()):
                 found.extend(self._cjk_mentions(text, w.start(), w.end()))
                 i += 1
                 continue

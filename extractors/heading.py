@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from .normalize import entity_key
-from .text import is_cjk_char
+from .text import has_cjk
 
 __all__ = ["split_title", "title_key", "names_title"]
 
@@ -56,6 +56,6 @@ def names_title(query_key: str, key: str) -> bool:
     as whole words, or as a substring for a CJK title."""
     if len(key) < 2 or (len(key) < 3 and key.isascii()):
         return False
-    if any(is_cjk_char(ch) for ch in key):
+    if has_cjk(key):
         return key in query_key
     return re.search(rf"(?<!\w){re.escape(key)}(?!\w)", query_key) is not None

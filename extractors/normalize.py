@@ -14,7 +14,7 @@ import functools
 import re
 import unicodedata
 
-from .text import STOPWORDS_EN, STOPWORDS_ZH, is_cjk_char
+from .text import STOPWORDS_EN, STOPWORDS_ZH, has_cjk
 
 __all__ = ["entity_key", "is_valid_entity", "PRONOUNS", "DETERMINERS"]
 
@@ -131,10 +131,6 @@ def entity_key(name: str) -> str:
     return " ".join(words).strip("'.-_@ ")
 
 
-def _has_cjk(s: str) -> bool:
-    return any(is_cjk_char(ch) for ch in s)
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def is_valid_entity(key: str, label: str = "") -> bool:
     """Whether a key is worth an entity node.
@@ -154,7 +150,7 @@ def is_valid_entity(key: str, label: str = "") -> bool:
     words = key.split()
     if all(w in STOPWORDS_EN or w in PRONOUNS for w in words):
         return False
-    if _has_cjk(key):
+    if has_cjk(key):
         if len(key.replace(" ", "")) > 12:
             return False
     else:

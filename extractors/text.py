@@ -19,6 +19,7 @@ __all__ = [
     "lexical_tokens",
     "estimate_tokens",
     "is_cjk_char",
+    "has_cjk",
     "STOPWORDS_EN",
     "STOPWORDS_ZH",
 ]
@@ -65,6 +66,11 @@ def is_cjk_char(ch: str) -> bool:
         or 0x3040 <= o <= 0x30FF
         or 0xAC00 <= o <= 0xD7AF
     )
+
+
+def has_cjk(text: str) -> bool:
+    """True when ``text`` has at least one Han, kana or hangul character."""
+    return _CJK_RUN.search(text) is not None
 
 
 def detect_language(text: str) -> str:

@@ -175,7 +175,7 @@ class TierConfig(_Config):
     cold_days: float = Field(90.0, ge=0)
     warm_weight: float = Field(1.0, ge=0, le=1)
     # Measured on LoCoMo dev with recall at the conversation's own present (memories 0-6 months old):
-    # the old .8 / .6 cost R@10 .820 -> .789; any frozen weight below cold cost .004-.02 (.9/.88 .816,
+    # the old .8 / .6 cost R@10 .820 -> .734; any frozen weight below cold cost .004-.02 (.9/.88 .816,
     # .9/.85 .801); a mild, equal .9 kept .820 and lifted R@5 .706 -> .713.  Old evidence is asked for
     # as often as new, so age may break near-ties but not bury a relevant memory.
     cold_weight: float = Field(0.9, ge=0, le=1)

@@ -522,8 +522,9 @@ def _finish(
         time_w = merge_cfg.recency_cue_weight
     if q.mode == "ripple":
         conf_w, tiers = merge_cfg.confidence_weight, merge_cfg.tiers
-        speaker_boost = _speaker_boosts(q.text, [records[c.id] for c in cands], merge_cfg.speaker_weight)
-        title_boost = _title_boosts(q.text, [records[c.id] for c in cands], merge_cfg.title_weight)
+        cand_records = [records[c.id] for c in cands]
+        speaker_boost = _speaker_boosts(q.text, cand_records, merge_cfg.speaker_weight)
+        title_boost = _title_boosts(q.text, cand_records, merge_cfg.title_weight)
         for c in cands:
             rec = records[c.id]
             c.importance = rec.importance
