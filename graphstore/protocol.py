@@ -42,7 +42,13 @@ STATUSES = (ACTIVE, SUPERSEDED, INVALIDATED)
 @runtime_checkable
 class GraphStore(Protocol):
     """Synchronous store protocol. All methods are scoped by ``user_id`` or by ids
-    that belong to one user; no method ever returns another user's node."""
+    that belong to one user; no method ever returns another user's node.
+
+    A store may also set ``in_process = True`` (optional, not part of the
+    checked protocol) when its reads run in the caller's process and hold the
+    GIL, as the embedded SQLite store's do: recall then encodes the query
+    before reading instead of beside it (see ``ripple.Memory``).
+    """
 
     uri: str
 

@@ -190,6 +190,9 @@ class SQLiteStore:
         ``"FULL"`` (also power-loss safe).
     """
 
+    in_process = True
+    """Reads run in this process and hold the GIL (see :class:`graphstore.GraphStore`)."""
+
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, synchronous: str = "NORMAL") -> None:
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise StoreError(f"unknown synchronous mode {synchronous!r}")

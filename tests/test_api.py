@@ -270,9 +270,13 @@ def test_a_session_chain_follows_the_order_of_turns_across_batches(mem: Memory) 
     assert nexts == [(n, n + 1) for n in range(299)]
 
 
-def test_the_query_is_encoded_beside_the_lexical_route(tmp_path: Path, extractor) -> None:
-    """Recall encodes the query in a worker thread while the plan reads postings; what the
-    encoder raises reaches the caller unchanged, and close() stops the worker."""
+@pytest.mark.parametrize("in_process, thread", [(True, "MainThread"), (False, "ripple-query_0")])
+def test_the_store_decides_where_the_query_is_encoded(tmp_path: Path, extractor, in_process: bool, thread: str) -> None:
+    """An in-process store (reads hold the GIL) gets the query encoded first, on the caller's
+    thread; any other store gets it encoded in a worker thread beside the lexical route, with the
+    dense search run there too.  Both rank alike; what the encoder raises reaches the caller
+    unchanged, and close() stops the worker."""
+    from graphstore.sqlite import SQLiteStore
     from ripple.embedding import HashEmbedder
 
     class Recording(HashEmbedder):
@@ -286,15 +290,25 @@ def test_the_query_is_encoded_beside_the_lexical_route(tmp_path: Path, extractor
                     raise RuntimeError("encoder broke")
             return super().encode_with_tokens(texts)
 
-    mem = Memory(path=str(tmp_path / "s"), embedder=Recording(), extractor=extractor)
+    class Store(SQLiteStore):
+        pass
+
+    Store.in_process = in_process
+    store = Store(str(tmp_path / "s"))
+    mem = Memory(store=store, embedder=Recording(), extractor=extractor)
     try:
-        mem.add("Dana moved to Berlin last spring.", user_id="u")
-        hits = mem.recall("Where does Dana live?", user_id="u", k=1).hits
-        assert hits[0].memory.text.startswith("Dana moved") and hits[0].parts.dense > 0
-        assert Recording.threads == ["ripple-query_0"]
+        mem.add_many([{"text": t, "user_id": "u"} for t in (
+            "Dana moved to Berlin last spring.", "Berlin rents went up again.", "Dana's sister lives in Lyon.")])
+        res = mem.recall("Where does Dana live?", user_id="u", k=3)
+        assert len(res.hits) == 3 and res.hits[0].memory.text.startswith("Dana") and res.hits[0].parts.dense > 0
+        assert Recording.threads == [thread]
+        # the worker's dense search is the plan's own: the same ranking as a plan that searches itself
+        own = Memory(store=store, embedder=HashEmbedder(), extractor=extractor).recall("Where does Dana live?", user_id="u", k=3)
+        assert [(h.memory.id, round(h.parts.dense, 6)) for h in res.hits] == [(h.memory.id, round(h.parts.dense, 6)) for h in own.hits]
         Recording.fail = True
         with pytest.raises(RuntimeError, match="encoder broke"):
             mem.recall("Where does Dana live?", user_id="u", k=1)
     finally:
         mem.close()
+        store.close()
     assert mem._query_encoder is None

@@ -74,3 +74,47 @@ def test_overlapped_ingest_equals_one_by_one(tmp_path: Path, embedder, extractor
         assert len(batch) == 18
         res = m1.recall("When does sprint 7 end?", user_id="u", k=3)
         assert "Sprint 7 " in res.hits[0].memory.text
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_one_text_runs_through_a_checked_trace_with_the_batch_vectors(precision: str) -> None:
+    """A single text (a query) goes through a TorchScript trace of the transformer; its vectors
+    must be the ones the batched eager path gives for the same text, whatever the text's length."""
+    from ripple.embedding import SentenceTransformerEmbedder
+
+    emb = SentenceTransformerEmbedder(precision=precision)
+    batch_vecs, batch_tokens = emb.encode_with_tokens(TEXTS + ["one more, so the batch is not the direct path"])
+    for n, text in enumerate(TEXTS):
+        vec, tokens = emb.encode_with_tokens([text])
+        assert emb._traced not in (None, False), "the trace was not built or failed its check"
+        assert float(vec[0] @ batch_vecs[n]) > 0.9999
+        assert tokens[0].shape == batch_tokens[n].shape
+        assert float((tokens[0] * batch_tokens[n]).sum(axis=1).min()) > 0.999
+        assert float(emb.encode([text])[0] @ batch_vecs[n]) > 0.9999
+
+
+def _shifted(module):  # a "trace" whose hidden states are off by one
+    def run(ids, mask):
+        out = module(ids, mask)
+        return ((out["last_hidden_state"] if isinstance(out, dict) else out[0]) + 1.0,)
+    return run
+
+
+def _broken(*args, **kwargs):
+    raise RuntimeError("cannot trace this architecture")
+
+
+@pytest.mark.parametrize("name, replacement", [("optimize_for_inference", _shifted), ("trace", _broken)])
+def test_a_trace_that_fails_or_disagrees_is_not_used(monkeypatch, name: str, replacement) -> None:
+    """The trace is checked against the eager model when it is built; a mismatch or a tracer
+    error keeps the eager path for good, with the same vectors."""
+    import torch
+
+    from ripple.embedding import SentenceTransformerEmbedder
+
+    monkeypatch.setattr(torch.jit, name, replacement)
+    emb = SentenceTransformerEmbedder(precision="fp32")
+    want = emb.encode(TEXTS)
+    got = emb.encode(TEXTS[:1])
+    assert emb._traced is False
+    assert float(got[0] @ want[0]) > 0.9999

@@ -23,12 +23,12 @@ from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, Neighbor
 
 from .activation import Edge, SpreadResult, spread_flow
 from .config import MergeMethod, RecallConfig, RerankMethod, SeedConfig, SpreadMethod, TierConfig
-from .scoring import bm25, maxsim, minmax, recency_factor, rrf, top, weighted_sum
+from .scoring import bm25, maxsim_stacked, minmax, recency_factor, rrf, top, weighted_sum
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Call", "QueryInput", "Candidate", "PlanResult", "recall_plan", "MODES", "has_recency_cue", "tier_of"]
+__all__ = ["Call", "QueryInput", "QueryVectors", "DenseSearch", "dense_search", "Candidate", "PlanResult", "recall_plan", "MODES", "has_recency_cue", "tier_of"]
 
 MODES = ("ripple", "flat", "bm25", "hybrid", "ppr")
 _RECENCY_CUES = re.compile(
@@ -80,8 +80,40 @@ class QueryInput:
     entity_keys: list[str]
     language: str = "en"
     # The query's vectors while the driver is still computing them (an opaque handle): the plan
-    # runs the lexical route meanwhile and asks for them with Call("query_vectors", (pending,)).
+    # runs the lexical route meanwhile and asks for them with Call("query_vectors", (pending,)),
+    # which answers with a QueryVectors.
     pending: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class DenseSearch:
+    """The nearest-memory search a plan will make once it has the query vector."""
+
+    pool: int
+    statuses: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class QueryVectors:
+    """What a driver's ``query_vectors`` answers: the query's vectors, and the hits of the plan's
+    dense search when the driver could already run it (``search`` says which search that was)."""
+
+    vector: "np.ndarray"
+    tokens: "np.ndarray"
+    search: DenseSearch | None = None
+    hits: list[tuple[str, float]] | None = None
+
+
+def dense_search(mode: str, k: int, config: RecallConfig) -> DenseSearch | None:
+    """The dense search :func:`recall_plan` makes in ``mode``, or ``None`` when it makes none.
+
+    A driver that encodes the query in a worker thread may run this search
+    there as soon as the vector exists: it then overlaps the lexical route
+    instead of following it (the plan checks that the search is the same).
+    """
+    if mode not in ("ripple", "flat", "hybrid", "ppr"):
+        return None
+    return DenseSearch(max(config.seed.pool, k), tuple(config.merge.include_statuses))
 
 
 @dataclass(slots=True)
@@ -163,12 +195,17 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
         if usable:
             rows = yield Call("postings", (q.user_id, usable))
             lexical = bm25(q.terms, rows, n_docs=n_docs, avg_len=avg_len, df=df, k1=seed_cfg.bm25_k1, b=seed_cfg.bm25_b)
+    search = dense_search(q.mode, k, config)
+    early: list[tuple[str, float]] | None = None
     if q.pending is not None:  # the encoder ran while the lexical route read the postings
-        vector, tokens = yield Call("query_vectors", (q.pending,), local=True)
-        q = dataclasses.replace(q, vector=vector, tokens=tokens, pending=None)
-    want_dense = q.mode in ("ripple", "flat", "hybrid", "ppr") and q.vector is not None
-    if want_dense:
-        dense = dict((yield Call("nearest_memories", (q.user_id, q.vector, pool_size), {"statuses": statuses})))
+        got: QueryVectors = yield Call("query_vectors", (q.pending,), local=True)
+        q = dataclasses.replace(q, vector=got.vector, tokens=got.tokens, pending=None)
+        if got.hits is not None and got.search == search:
+            early = got.hits
+    if search is not None and q.vector is not None:
+        if early is None:
+            early = yield Call("nearest_memories", (q.user_id, q.vector, search.pool), {"statuses": search.statuses})
+        dense = dict(early)
     timer.lap("seed.first_stage", len(lexical) + len(dense), lexical=len(lexical), dense=len(dense))
 
     if q.mode == "flat":
@@ -194,12 +231,8 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
     if seed_cfg.late > 0 and q.tokens is not None and pool:
         import numpy as np
 
-        from ripple.embedding import unpack_tokens
-
         blobs = yield Call("token_vectors", (pool,))
-        docs = {i: unpack_tokens(b, q.token_dim) for i, b in blobs.items()}
-        late = maxsim(np.asarray(q.tokens, dtype=np.float32), docs)
-        doc_tokens = {i: d.shape[0] for i, d in docs.items()}
+        late, doc_tokens = _maxsim_blobs(np.asarray(q.tokens, dtype=np.float32), blobs, q.token_dim)
     pool_lex = {i: lexical[i] for i in pool if i in lexical}
     pool_dense = {i: dense[i] for i in pool if i in dense}
     lexical_weight = seed_cfg.lexical_cjk if q.language in ("zh", "ja", "ko") else seed_cfg.lexical
@@ -323,6 +356,15 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
             c.path = _path_to(c.id, *parents[c.via])
     timer.lap("merge", len(cands_by_id))
     return (yield from _finish(q, keep, config, timer, statuses, spread_used=spread_used, entity_names=entity_names))
+
+
+def _maxsim_blobs(query_tokens: "np.ndarray", blobs: dict[str, bytes], dim: int) -> tuple[dict[str, float], dict[str, int]]:
+    """MaxSim of the query against stored (packed) token vectors, and each memory's token count."""
+    from ripple.embedding import TOKEN_SCALE, stack_token_blobs
+
+    ids, lengths, stacked = stack_token_blobs(blobs, dim)
+    scores = maxsim_stacked(query_tokens, ids, lengths, stacked, scale=TOKEN_SCALE)
+    return scores, dict(zip(ids, lengths.tolist()))
 
 
 def _length_aware_seed(
@@ -541,10 +583,8 @@ def _finish(
         if rr.method == RerankMethod.MAXSIM and q.tokens is not None:
             import numpy as np
 
-            from ripple.embedding import unpack_tokens
-
             blobs = yield Call("token_vectors", ([c.id for c in head],))
-            raw = maxsim(np.asarray(q.tokens), {i: unpack_tokens(b, q.token_dim) for i, b in blobs.items()})
+            raw, _ = _maxsim_blobs(np.asarray(q.tokens, dtype=np.float32), blobs, q.token_dim)
         else:
             pairs = [(q.text, records[c.id].text) for c in head]
             scored: list[float] = yield Call("cross_encode", (rr.model, pairs), local=True)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from ripple.recall.scoring import bm25, maxsim, minmax, recency_factor, rrf, top, weighted_sum
+from ripple.recall.scoring import bm25, maxsim, maxsim_stacked, minmax, recency_factor, rrf, top, weighted_sum
 
 
 def test_bm25_matches_hand_computation() -> None:
@@ -29,6 +29,24 @@ def test_maxsim_is_mean_of_best_matches() -> None:
     assert got["a"] == pytest.approx(0.5)
     assert got["b"] == pytest.approx((0.6 + 1.0) / 2)
     assert maxsim(q, {}) == {}
+
+
+def test_maxsim_over_packed_blobs_equals_maxsim_over_unpacked_arrays() -> None:
+    """Stored int8 token vectors, stacked once (the recall path), score as unpacking each would."""
+    from ripple.embedding import TOKEN_SCALE, pack_tokens, stack_token_blobs, unpack_tokens
+
+    rng = np.random.default_rng(3)
+    unit = lambda a: a / np.linalg.norm(a, axis=1, keepdims=True)  # noqa: E731
+    q = unit(rng.standard_normal((4, 16))).astype(np.float32)
+    blobs = {f"m{i}": pack_tokens(unit(rng.standard_normal((n, 16)))) for i, n in enumerate((1, 5, 3, 9))}
+    blobs["empty"] = b""
+    ids, lengths, stacked = stack_token_blobs(blobs, 16)
+    assert ids == list(blobs) and lengths.tolist() == [1, 5, 3, 9, 0] and stacked.dtype == np.int8
+    got = maxsim_stacked(q, ids, lengths, stacked, scale=TOKEN_SCALE)
+    want = maxsim(q, {i: unpack_tokens(b, 16) for i, b in blobs.items() if b})
+    assert set(got) == set(blobs) and got["empty"] == 0.0
+    for i, v in want.items():
+        assert got[i] == pytest.approx(v, abs=1e-6)
 
 
 def test_minmax_and_weighted_sum() -> None:
