@@ -83,6 +83,7 @@ class QueryInput:
     # runs the lexical route meanwhile and asks for them with Call("query_vectors", (pending,)),
     # which answers with a QueryVectors.
     pending: Any = None
+    encode_ms: float = 0.0  # time the driver spent encoding the query before the plan (0: none, or beside it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +178,8 @@ def _edges(neighbors: Sequence[Neighbor], known_degree: dict[str, int]) -> list[
 def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, PlanResult]:
     """Run one recall; see the module docstring for the protocol."""
     timer = _Timer()
+    if q.encode_ms:
+        timer.stages.append(("seed.encode", q.encode_ms, 1, {}))
     k = q.k
     seed_cfg, spread_cfg, merge_cfg = config.seed, config.spread, config.merge
     statuses = tuple(merge_cfg.include_statuses)
