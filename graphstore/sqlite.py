@@ -47,6 +47,7 @@ from ripple.errors import SchemaError, StoreError, StoreUnavailable
 from .protocol import ACTIVE
 from .records import (
     EDGE_MENTIONS,
+    EDGE_RELATED,
     EDGE_TYPES,
     EdgeRecord,
     EntityRecord,
@@ -762,12 +763,16 @@ class SQLiteStore:
                 for sql in (
                     # outgoing: frontier is the source
                     "SELECT e.src, e.dst, e.type, e.weight, e.predicate, COALESCE(t.degree, 1), COALESCE(t.label, '')"
-                    " FROM edges e LEFT JOIN entities s ON s.id = e.src LEFT JOIN entities t ON t.id = e.dst"
+                    " FROM edges e LEFT JOIN entities t ON t.id = e.dst"
                     f" WHERE e.src IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?",
-                    # incoming: frontier is the destination
+                    # incoming: frontier is the destination; only RELATED edges start at an entity, so
+                    # only they need the source's degree and label (the others start at memories)
                     "SELECT e.dst, e.src, e.type, e.weight, e.predicate, COALESCE(s.degree, 1), COALESCE(s.label, '')"
-                    " FROM edges e LEFT JOIN entities s ON s.id = e.src LEFT JOIN entities t ON t.id = e.dst"
-                    f" WHERE e.dst IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?",
+                    " FROM edges e LEFT JOIN entities s ON s.id = e.src"
+                    f" WHERE e.dst IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?"
+                    if EDGE_RELATED in types else
+                    "SELECT e.dst, e.src, e.type, e.weight, e.predicate, 1, ''"
+                    f" FROM edges e WHERE e.dst IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?",
                 ):
                     for src, dst, typ, w, pred, tdeg, label in db.execute(sql, (*chunk, *types, user_id)):
                         if cap >= 0 and tdeg > cap:
