@@ -340,7 +340,9 @@ class RippleMethod:
             return []
         finally:
             self._query_now = None
-        self.last_explain = {"scores": [round(h.score, 5) for h in res.hits], "via": [h.via for h in res.hits]}
+        self.last_explain = {"scores": [round(h.score, 5) for h in res.hits], "via": [h.via for h in res.hits],
+                             # per-stage milliseconds: which stage a slow query spent its time in
+                             "stages_ms": {s.name: round(s.ms, 3) for s in res.trace.stages}}
         return [h.memory.metadata["doc_id"] for h in res.hits]
 
     def store_bytes(self) -> int | None:

@@ -126,6 +126,7 @@ def summarise_run(run: RunResult) -> dict[str, Any]:
         "overall": _round(groups.get("overall", {"n": 0})),
         "categories": {g: _round(v) for g, v in groups.items() if g != "overall"},
         "latency_ms": _round(lat, 3),
+        "stages_ms": _stage_percentiles(run.rows),
         "run": {
             "k": h.get("k"),
             "limit": h.get("limit"),
@@ -148,6 +149,19 @@ def summarise_run(run: RunResult) -> dict[str, Any]:
             "file": str(run.path),
         },
     }
+
+
+def _stage_percentiles(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """p50 / p95 milliseconds of each recall stage, from the per-query traces ripple methods record."""
+    per_stage: dict[str, list[float]] = {}
+    for r in rows:
+        for name, ms in ((r.get("explain") or {}).get("stages_ms") or {}).items():
+            per_stage.setdefault(name, []).append(float(ms))
+    out = {}
+    for name, values in per_stage.items():
+        lat = latency_percentiles(values)
+        out[name] = {"p50": round(lat["p50"], 3), "p95": round(lat["p95"], 3)}
+    return out
 
 
 def summarise(runs: list[RunResult]) -> dict[str, Any]:
@@ -216,6 +230,17 @@ def render_markdown(summary: dict[str, Any], *, plots: dict[str, list[Path]] | N
                 synthetic.append((ds_name, name, s))
         lines += _table(head, rows)
         lines.append("")
+        traced = {name: s["stages_ms"] for name, s in methods.items()
+                  if s.get("stages_ms") and (name == "ripple" or name.startswith("ripple+"))}
+        if traced:
+            names = list(dict.fromkeys(stage for st in traced.values() for stage in st))
+            lines.append("Where ripple's recall time goes (per stage, p50 / p95 ms):")
+            lines.append("")
+            lines += _table(["method", *names], [
+                [name, *[f"{_ms(st[n]['p50'])} / {_ms(st[n]['p95'])}" if n in st else "–" for n in names]]
+                for name, st in traced.items()
+            ])
+            lines.append("")
         cats = sorted({c for s in methods.values() for c in s["categories"]})
         if len(cats) > 1:
             cm = [m for m in _CATEGORY_METRICS if any(m in s["overall"] for s in methods.values())]

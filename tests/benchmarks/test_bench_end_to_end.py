@@ -113,3 +113,20 @@ def test_cli_requires_a_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert "run" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["bogus"])
+
+
+def test_the_report_shows_where_ripples_time_goes(tmp_path: Path) -> None:
+    """Per-stage traces recorded with each ripple query become a p50 / p95 row in the summary."""
+    from benchmarks.report import RunResult, render_markdown, summarise
+
+    def row(i: int, encode: float, spread: float) -> dict:
+        return {"type": "query", "query_id": str(i), "user_id": "u", "category": "all", "gold": ["a"], "ranked": ["a"],
+                "latency_ms": encode + spread, "explain": {"stages_ms": {"seed.encode": encode, "spread.entity": spread}}}
+
+    header = {"dataset": "toy", "method": "ripple", "k": 1, "n_docs": 3}
+    run = RunResult(tmp_path / "toy" / "ripple.jsonl", header, [row(i, 8.0 + i, 2.0 * i) for i in range(21)])
+    summary = summarise([run])
+    stages = summary["datasets"]["toy"]["methods"]["ripple"]["stages_ms"]
+    assert stages == {"seed.encode": {"p50": 18.0, "p95": 27.0}, "spread.entity": {"p50": 20.0, "p95": 38.0}}
+    md = render_markdown(summary)
+    assert "Where ripple's recall time goes" in md and "| ripple | 18.0 / 27.0 | 20.0 / 38.0 |" in md
