@@ -114,7 +114,12 @@ def dense_search(mode: str, k: int, config: RecallConfig) -> DenseSearch | None:
     """
     if mode not in ("ripple", "flat", "hybrid", "ppr"):
         return None
-    return DenseSearch(max(config.seed.pool, k), tuple(config.merge.include_statuses))
+    return DenseSearch(_pool_size(config, k), tuple(config.merge.include_statuses))
+
+
+def _pool_size(config: RecallConfig, k: int) -> int:
+    """Candidates each first-stage route keeps (the dense search, the lexical top, the fused pool)."""
+    return max(config.seed.pool, k)
 
 
 @dataclass(slots=True)
@@ -187,7 +192,7 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, Pla
     # ---- stage 1: seed --------------------------------------------------------
     lexical: dict[str, float] = {}
     dense: dict[str, float] = {}
-    pool_size = max(seed_cfg.pool, k)
+    pool_size = _pool_size(config, k)
     want_lexical = q.mode in ("ripple", "bm25", "hybrid", "ppr") and q.terms
     if want_lexical:
         n_docs, avg_len, df = yield Call("lexical_stats", (q.user_id, q.terms))
