@@ -751,6 +751,9 @@ class SQLiteStore:
         cap = -1 if max_degree is None else max_degree
         out: list[Neighbor] = []
         tq = _qmarks(len(types))
+        # a step into an entity above the cap is dropped in SQL, and the columns come in
+        # Neighbor's order, so that rows become neighbours without a Python loop
+        capped, cap_args = (" AND COALESCE(x.degree, 1) <= ?", (cap,)) if cap >= 0 else ("", ())
         with self._read() as db:
             for chunk in _chunks(ids, 400):
                 q = _qmarks(len(chunk))
@@ -760,24 +763,27 @@ class SQLiteStore:
                     if not chunk:
                         continue
                     q = _qmarks(len(chunk))
-                for sql in (
-                    # outgoing: frontier is the source
-                    "SELECT e.src, e.dst, e.type, e.weight, e.predicate, COALESCE(t.degree, 1), COALESCE(t.label, '')"
-                    " FROM edges e LEFT JOIN entities t ON t.id = e.dst"
-                    f" WHERE e.src IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?",
-                    # incoming: frontier is the destination; only RELATED edges start at an entity, so
-                    # only they need the source's degree and label (the others start at memories)
-                    "SELECT e.dst, e.src, e.type, e.weight, e.predicate, COALESCE(s.degree, 1), COALESCE(s.label, '')"
-                    " FROM edges e LEFT JOIN entities s ON s.id = e.src"
-                    f" WHERE e.dst IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?"
-                    if EDGE_RELATED in types else
-                    "SELECT e.dst, e.src, e.type, e.weight, e.predicate, 1, ''"
-                    f" FROM edges e WHERE e.dst IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?",
-                ):
-                    for src, dst, typ, w, pred, tdeg, label in db.execute(sql, (*chunk, *types, user_id)):
-                        if cap >= 0 and tdeg > cap:
-                            continue
-                        out.append(Neighbor(src, dst, typ, float(w), int(tdeg), pred, label))
+                args = (*chunk, *types, user_id)
+
+                def joined(near: str, far: str) -> str:  # steps from `near` to `far`, with far's degree and label
+                    return (
+                        f"SELECT e.{near}, e.{far}, e.type, e.weight, COALESCE(x.degree, 1), e.predicate,"
+                        f" COALESCE(x.label, '') FROM edges e LEFT JOIN entities x ON x.id = e.{far}"
+                        f" WHERE e.{near} IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?{capped}"
+                    )
+
+                # outgoing (frontier is the source), then incoming: only RELATED edges start at an
+                # entity, so only they need the source's degree and label (the others start at memories)
+                queries = [
+                    (joined("src", "dst"), args + cap_args),
+                    (joined("dst", "src"), args + cap_args) if EDGE_RELATED in types else (
+                        "SELECT e.dst, e.src, e.type, e.weight, 1, e.predicate, ''"
+                        f" FROM edges e WHERE e.dst IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?",
+                        args,
+                    ),
+                ]
+                for sql, params in queries:
+                    out.extend(map(Neighbor._make, db.execute(sql, params)))
         return out
 
     # -- housekeeping -------------------------------------------------------------------

@@ -15,14 +15,13 @@ neighbours of a whole frontier in one call, so the same code serves a store
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, Iterable, Mapping, Sequence
+from typing import Any, Callable, Generator, Iterable, Mapping, NamedTuple, Sequence
 
 __all__ = ["Edge", "SpreadResult", "spread", "spread_flow", "spread_reference"]
 
 
-@dataclass(frozen=True, slots=True)
-class Edge:
-    """A neighbour step as the activation function sees it."""
+class Edge(NamedTuple):
+    """A neighbour step as the activation function sees it (a tuple: built per row on the hot path)."""
 
     source: str
     target: str
@@ -76,11 +75,14 @@ def spread_flow(
         sizes.append(len(frontier))
         edges = yield frontier
         gained: dict[str, float] = {}
+        divisors: dict[int, float] = {}  # per degree: the power is the costly part of the loop
         for e in edges:
             a = current.get(e.source)
             if a is None or e.target == e.source or e.target in seed_set:
                 continue
-            divisor = max(e.source_degree - degree_offset, 1) ** damping if damping else 1.0
+            divisor = divisors.get(e.source_degree)
+            if divisor is None:
+                divisor = divisors[e.source_degree] = max(e.source_degree - degree_offset, 1) ** damping if damping else 1.0
             flow = a * e.weight * decays[hop] / divisor
             if flow <= threshold:
                 continue

@@ -173,11 +173,11 @@ def _edges(neighbors: Sequence[Neighbor], known_degree: dict[str, int]) -> list[
             rows_from[n.source] = rows_from.get(n.source, 0) + 1
             if n.label:  # the target is an entity
                 known_degree.setdefault(n.target, n.degree)
-    return [
-        Edge(n.source, n.target, n.weight, known_degree.get(n.source, rows_from.get(n.source, 1) if n.source.startswith("e_") else 1),
-             n.type, n.predicate)
-        for n in neighbors
-    ]
+    degree = {
+        s: known_degree.get(s, rows_from.get(s, 1) if s.startswith("e_") else 1)
+        for s in {n.source for n in neighbors}
+    }
+    return [Edge(n.source, n.target, n.weight, degree[n.source], n.type, n.predicate) for n in neighbors]
 
 
 def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Call, Any, PlanResult]:
