@@ -1,0 +1,51 @@
+"""The harness's timing loop: what it measures and what it leaves out."""
+
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import methods as bench_methods
+from benchmarks.datasets import synthetic
+from benchmarks.run import run_one
+
+
+class _FreezeProbe:
+    """A method that records, per timed recall, how many objects the collector had frozen."""
+
+    name = "probe"
+
+    def __init__(self) -> None:
+        self.frozen: list[int] = []
+        self.ballast: list[dict[str, int]] = []
+
+    def index(self, dataset: object) -> None:
+        self.ballast = [{"i": i} for i in range(5000)]  # long-lived objects, like a loaded dataset
+
+    def recall(self, query: object, k: int) -> list[str]:
+        self.frozen.append(gc.get_freeze_count())
+        return []
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_timed_queries_run_with_the_earlier_objects_frozen_out_of_the_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, freeze: bool
+) -> None:
+    probe = _FreezeProbe()
+    monkeypatch.setitem(bench_methods.METHODS, "probe", lambda: probe)
+    ds = synthetic(40, n_users=1, seed=1, n_queries=3)
+    before = gc.get_freeze_count()
+    path = run_one(ds, "probe", k=5, out_dir=tmp_path, progress=False, warmup=1, gc_freeze=freeze)
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header["gc_frozen"] is freeze
+    timed = probe.frozen[1:]  # the first recall is the untimed warm-up
+    assert len(timed) == header["n_queries"] > 0
+    if freeze:
+        assert probe.frozen[0] == before  # warm-up runs before the freeze
+        assert all(n >= len(probe.ballast) for n in timed)
+    else:
+        assert all(n == before for n in probe.frozen)
+    assert gc.get_freeze_count() == before  # unfrozen afterwards
