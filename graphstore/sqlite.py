@@ -754,6 +754,14 @@ class SQLiteStore:
         # a step into an entity above the cap is dropped in SQL, and the columns come in
         # Neighbor's order, so that rows become neighbours without a Python loop
         capped, cap_args = (" AND COALESCE(x.degree, 1) <= ?", (cap,)) if cap >= 0 else ("", ())
+
+        def joined(near: str, far: str, q: str) -> str:  # steps from `near` to `far`, with far's degree and label
+            return (
+                f"SELECT e.{near}, e.{far}, e.type, e.weight, COALESCE(x.degree, 1), e.predicate,"
+                f" COALESCE(x.label, '') FROM edges e LEFT JOIN entities x ON x.id = e.{far}"
+                f" WHERE e.{near} IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?{capped}"
+            )
+
         with self._read() as db:
             for chunk in _chunks(ids, 400):
                 q = _qmarks(len(chunk))
@@ -764,19 +772,11 @@ class SQLiteStore:
                         continue
                     q = _qmarks(len(chunk))
                 args = (*chunk, *types, user_id)
-
-                def joined(near: str, far: str) -> str:  # steps from `near` to `far`, with far's degree and label
-                    return (
-                        f"SELECT e.{near}, e.{far}, e.type, e.weight, COALESCE(x.degree, 1), e.predicate,"
-                        f" COALESCE(x.label, '') FROM edges e LEFT JOIN entities x ON x.id = e.{far}"
-                        f" WHERE e.{near} IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?{capped}"
-                    )
-
                 # outgoing (frontier is the source), then incoming: only RELATED edges start at an
                 # entity, so only they need the source's degree and label (the others start at memories)
                 queries = [
-                    (joined("src", "dst"), args + cap_args),
-                    (joined("dst", "src"), args + cap_args) if EDGE_RELATED in types else (
+                    (joined("src", "dst", q), args + cap_args),
+                    (joined("dst", "src", q), args + cap_args) if EDGE_RELATED in types else (
                         "SELECT e.dst, e.src, e.type, e.weight, 1, e.predicate, ''"
                         f" FROM edges e WHERE e.dst IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?",
                         args,

@@ -234,6 +234,14 @@ class GraphStoreConformance:
         out = store.expand("u1", ["m_1", "e_dana"], [EDGE_MENTIONS], max_degree=1)
         assert {(n.source, n.target) for n in out} == {("m_1", "e_nw")}
 
+    def test_expand_hub_cut_off_over_related_edges_both_ways(self, store: GraphStore) -> None:
+        self._seed_graph(store)  # e_dana (2 mentions) -RELATED-> e_nw (1 mention)
+        both = (EDGE_MENTIONS, EDGE_RELATED)
+        assert {(n.target, n.degree) for n in store.expand("u1", ["e_nw"], both) if n.type == EDGE_RELATED} == {("e_dana", 2)}
+        assert [n for n in store.expand("u1", ["e_nw"], both, max_degree=1) if n.type == EDGE_RELATED] == []
+        assert {n.target for n in store.expand("u1", ["e_nw"], both, max_degree=1)} == {"m_1"}
+        assert {(n.target, n.degree) for n in store.expand("u1", ["e_dana"], both, max_degree=2) if n.type == EDGE_RELATED} == {("e_nw", 1)}
+
     def test_expand_never_crosses_users(self, store: GraphStore) -> None:
         self._seed_graph(store)
         assert store.expand("u2", ["m_1", "e_dana"], [EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED]) == []
