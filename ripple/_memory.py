@@ -190,15 +190,14 @@ class _BaseMemory:
         texts = [i.text for i in items]
         if len(texts) >= _OVERLAP_MIN_BATCH:
             # The embedder (torch, which releases the GIL) encodes in a worker thread while
-            # the extractor parses here: on 2 cores LoCoMo ingest went from 49 to over 100
-            # memories/s. Content-free turns are encoded too (they are few and short) and dropped.
-            from concurrent.futures import ThreadPoolExecutor
+            # the extractor parses here, and then here too (see _overlap): on 2 cores LoCoMo
+            # ingest went from 49 to over 100 memories/s. Content-free turns are encoded too
+            # (they are few and short) and dropped.
+            from ._overlap import encode_beside
 
-            embedder = self.embedder
-            with ThreadPoolExecutor(1, thread_name_prefix="ripple-embed") as pool:
-                encoded = pool.submit(embedder.encode_with_tokens, texts)
-                extractions = self.extractor.extract_many(texts)
-                all_vectors, all_tokens = encoded.result()
+            extractions, (all_vectors, all_tokens) = encode_beside(
+                self.embedder, texts, lambda: self.extractor.extract_many(texts)
+            )
             keep = [n for n, ex in enumerate(extractions) if not ex.contentless]
             vectors, tokens = all_vectors[keep], [all_tokens[n] for n in keep]
         else:
