@@ -52,7 +52,13 @@ _PACKAGED = {
 
 @runtime_checkable
 class Embedder(Protocol):
-    """What the engine needs from an embedding model."""
+    """What the engine needs from an embedding model.
+
+    Optional: ``sharing_cores()``, a context manager yielding a one-batch
+    ``encode_with_tokens`` that several threads may call at once, and
+    ``batch_size``; ingest then spreads a write batch's encoding over the
+    extractor's thread too (see ``ripple._overlap``).
+    """
 
     name: str
     dim: int
