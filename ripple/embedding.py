@@ -325,6 +325,10 @@ class SentenceTransformerEmbedder:
     def _outputs(self, texts: list[str]) -> list[dict[str, Any]]:
         if len(texts) <= 2 and self._direct:
             return self._forward_few(texts)
+        return self._batch_outputs(texts)
+
+    def _batch_outputs(self, texts: list[str]) -> list[dict[str, Any]]:
+        """Every output of the model per text (sentence and token vectors, input ids), through ``encode``."""
         return list(self._model.encode(texts, batch_size=self._batch_size, output_value=None))
 
     def encode(self, texts: Sequence[str]) -> "np.ndarray":
@@ -381,7 +385,7 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32), []
         with self._autocast():  # always through encode(): the single-text trace is built under the lock only
-            outs = list(self._model.encode(list(texts), batch_size=self._batch_size, output_value=None))
+            outs = self._batch_outputs(list(texts))
         return self._with_tokens(outs)
 
     def _with_tokens(self, outs: list[dict[str, Any]]) -> tuple["np.ndarray", list["np.ndarray"]]:

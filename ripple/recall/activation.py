@@ -67,6 +67,7 @@ def spread_flow(
     best_in: dict[str, tuple[float, Edge]] = {}
     current = {n: a for n, a in seeds.items() if a > threshold}
     sizes: list[int] = []
+    divisors: dict[int, float] = {}  # hub damping per source degree: the power is the costly part of the loop
     for hop in range(max_hops):
         if not current:
             break
@@ -75,7 +76,6 @@ def spread_flow(
         sizes.append(len(frontier))
         edges = yield frontier
         gained: dict[str, float] = {}
-        divisors: dict[int, float] = {}  # per degree: the power is the costly part of the loop
         for e in edges:
             a = current.get(e.source)
             if a is None or e.target == e.source or e.target in seed_set:
