@@ -112,12 +112,16 @@ def iter_doc_chunks(docs: Iterable[Doc], size: int = 10_000) -> Iterator[list[Do
         yield buf
 
 
+#: The development data the repository carries (see its README for sources and licences).
+BUNDLED_DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
 def default_data_dir() -> Path:
-    """``$RIPPLE_DATA_DIR`` if set, else ``<project root>/../shared/data``."""
+    """``$RIPPLE_DATA_DIR`` if set, else the data the repository carries (``benchmarks/data``)."""
     env = os.environ.get("RIPPLE_DATA_DIR")
     if env:
         return Path(env)
-    return (PROJECT_ROOT / ".." / "shared" / "data").resolve()
+    return BUNDLED_DATA_DIR
 
 
 # --------------------------------------------------------------------------- LoCoMo

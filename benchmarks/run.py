@@ -354,7 +354,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N queries of each dataset")
     parser.add_argument("--out", type=Path, default=None, help="results folder (default: benchmarks/results)")
     parser.add_argument("--data-dir", type=Path, default=None,
-                        help="benchmark data folder (default: $RIPPLE_DATA_DIR or <project root>/../shared/data)")
+                        help="benchmark data folder (default: $RIPPLE_DATA_DIR or benchmarks/data)")
     parser.add_argument("--size", "--sizes", dest="sizes", type=_int_list, default=[10_000],
                         help="synthetic store sizes, comma-separated, k/M suffixes allowed (default: 10k)")
     parser.add_argument("--users", type=int, default=10, help="synthetic: number of users (default: 10)")

@@ -9,9 +9,9 @@ from benchmarks.datasets import default_data_dir
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """The shared benchmark data; missing data is a failure, not a skip."""
+    """The benchmark data (the bundled copy unless RIPPLE_DATA_DIR says otherwise); missing data fails."""
     d = default_data_dir()
     assert (d / "locomo" / "locomo-dev.json").is_file(), (
-        f"benchmark data not found under {d}; set RIPPLE_DATA_DIR to the folder holding locomo/ and multihop/"
+        f"benchmark data not found under {d} (the repository carries it in benchmarks/data; RIPPLE_DATA_DIR overrides)"
     )
     return d
