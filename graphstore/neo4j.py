@@ -164,7 +164,7 @@ def _run_body(tx: "ManagedTransaction", body: Callable[[], _Body[T]]) -> T:
         try:
             stmt = gen.send(rows)  # type: ignore[arg-type]
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
         rows = list(tx.run(stmt.cypher, stmt.params))
 
 
@@ -175,7 +175,7 @@ async def _arun_body(tx: "AsyncManagedTransaction", body: Callable[[], _Body[T]]
         try:
             stmt = gen.send(rows)  # type: ignore[arg-type]
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
         rows = [r async for r in await tx.run(stmt.cypher, stmt.params)]
 
 
@@ -428,8 +428,6 @@ MATCH (a:Alias {user_id: $user, alias: key})
 MATCH (e:Entity {id: a.entity_id})
 RETURN DISTINCT e """ + _ENTITY_MAP + " AS e"
 
-_LIST_ENTITIES = "MATCH (e:Entity {user_id: $user}) RETURN e " + _ENTITY_MAP + " AS e, e.degree AS degree ORDER BY e.id"
-_ENTITY_DEGREES = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN e.id AS id, e.degree AS value"
 _ENTITY_NAMES = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN e.id AS id, e.name AS value"
 
 _USERS = """
@@ -962,10 +960,6 @@ class _Neo4jCore:
         rows = yield _read(_GET_ENTITIES, user=user_id, keys=keys)
         return sorted((_entity_record(r["e"]) for r in rows), key=lambda e: e.id)
 
-    def _plan_list_entities(self, user_id: str) -> _Plan[list[tuple[EntityRecord, int]]]:
-        rows = yield _read(_LIST_ENTITIES, user=user_id)
-        return [(_entity_record(r["e"]), int(r["degree"])) for r in rows]
-
     def _plan_entity_values(self, cypher: str, entity_ids: Sequence[str]) -> _Plan[dict[str, Any]]:
         ids = list(dict.fromkeys(entity_ids))
         if not ids:
@@ -1005,11 +999,11 @@ class _Neo4jCore:
                 row = (yield _Stmt(cypher["indexed"], {**params, "candidates": candidates}))[0]
                 hits = row["hits"]
                 if row["found"] < candidates:  # the index holds fewer nodes: all of them were scored
-                    return hits  # type: ignore[no-any-return]
+                    return hits
                 if len(hits) >= k and hits[k - 1][1] >= row["floor"]:
                     # the k-th hit is nearer than the farthest candidate, so whatever is nearer
                     # than the k-th hit was a candidate too (as far as the index is exact)
-                    return hits  # type: ignore[no-any-return]
+                    return hits
                 if candidates >= _MAX_CANDIDATES:
                     return [(r["id"], r["s"]) for r in (yield exact)]
                 candidates = min(candidates * 8, _MAX_CANDIDATES)
@@ -1229,7 +1223,7 @@ class Neo4jStore(_Neo4jCore):
                 try:
                     step = plan.send(value)
                 except StopIteration as done:
-                    return done.value  # type: ignore[no-any-return]
+                    return done.value
                 run = session.execute_write if step.write else session.execute_read
                 value = run(_run_body, step.body)
 
@@ -1271,12 +1265,6 @@ class Neo4jStore(_Neo4jCore):
 
     def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
         return self._drive(self._plan_get_entities(user_id, keys))
-
-    def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]:
-        return self._drive(self._plan_list_entities(user_id))
-
-    def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
-        return self._drive(self._plan_entity_values(_ENTITY_DEGREES, entity_ids))
 
     def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
         return self._drive(self._plan_entity_values(_ENTITY_NAMES, entity_ids))
@@ -1383,7 +1371,7 @@ class AsyncNeo4jStore(_Neo4jCore):
                     try:
                         step = plan.send(value)
                     except StopIteration as done:
-                        return done.value  # type: ignore[no-any-return]
+                        return done.value
                     run = session.execute_write if step.write else session.execute_read
                     value = await run(_arun_body, step.body)
 
@@ -1427,12 +1415,6 @@ class AsyncNeo4jStore(_Neo4jCore):
 
     async def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
         return await self._drive(self._plan_get_entities(user_id, keys))
-
-    async def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]:
-        return await self._drive(self._plan_list_entities(user_id))
-
-    async def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
-        return await self._drive(self._plan_entity_values(_ENTITY_DEGREES, entity_ids))
 
     async def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
         return await self._drive(self._plan_entity_values(_ENTITY_NAMES, entity_ids))

@@ -585,21 +585,6 @@ class SQLiteStore:
                     out[r[0]] = self._entity_from_row(r)
         return sorted(out.values(), key=lambda e: e.id)
 
-    def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]:
-        with self._read() as db:
-            rows = db.execute(
-                "SELECT id, user_id, name, key, label, aliases, degree FROM entities WHERE user_id=? ORDER BY id",
-                (user_id,),
-            ).fetchall()
-        return [(self._entity_from_row(r), int(r[6])) for r in rows]
-
-    def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        with self._read() as db:
-            for chunk in _chunks(list(entity_ids)):
-                out.update(db.execute(f"SELECT id, degree FROM entities WHERE id IN ({_qmarks(len(chunk))})", tuple(chunk)))
-        return out
-
     def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
         out: dict[str, str] = {}
         with self._read() as db:
@@ -640,7 +625,7 @@ class SQLiteStore:
     def nearest_memories(
         self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
     ) -> list[tuple[str, float]]:
-        return self.nearest_memories_batch(user_id, [vector], k, statuses=statuses)[0]
+        return self.nearest_memories_batch(user_id, vector[None, :], k, statuses=statuses)[0]
 
     def nearest_memories_batch(
         self, user_id: str, vectors: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
@@ -665,7 +650,7 @@ class SQLiteStore:
         return cache
 
     def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
-        return self.nearest_entities_batch(user_id, [vector], k)[0]
+        return self.nearest_entities_batch(user_id, vector[None, :], k)[0]
 
     def nearest_entities_batch(self, user_id: str, vectors: "np.ndarray", k: int) -> list[list[tuple[str, float]]]:
         with self._read() as db:

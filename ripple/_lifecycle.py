@@ -27,7 +27,9 @@ from extractors.text import lexical_tokens
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
 from graphstore.records import EDGE_MENTIONS, EDGE_RETRACTS, EDGE_SUPERSEDES, EdgeRecord, MemoryRecord
 
-from .recall.pipeline import Call
+from graphstore.requests import Expand, GetMemories, LastMemoryInSession, NearestMemories, NearestMemoriesBatch, RelatedEdges
+
+from ._requests import Embed, Op
 
 if TYPE_CHECKING:
     from ._ingest import Prepared
@@ -111,7 +113,7 @@ def lifecycle_plan(
     self_id: str,
     cfg: LifecycleConfig,
     mentions: dict[int, set[str]],
-) -> Generator[Call, Any, Decisions]:
+) -> Op[Decisions]:
     """Decide duplicates, retractions, corrections and superseded facts for one user's new items.
 
     ``mentions`` are the entity ids each item's memory will have MENTIONS edges to (what a stored
@@ -123,10 +125,10 @@ def lifecycle_plan(
     terms = {i: lexical_tokens(prepared[i].item.text) for i in idxs}
     stored: dict[str, MemoryRecord] = {}  # stored memories fetched (with vectors) so far
 
-    def fetch(ids: Sequence[str]) -> Generator[Call, Any, None]:
+    def fetch(ids: Sequence[str]) -> Op[None]:
         want = [m for m in dict.fromkeys(ids) if m not in stored and m not in d.rewrites]
         if want:
-            for rec in (yield Call("get_memories", (want,), {"with_vectors": True})):
+            for rec in (yield GetMemories(want, with_vectors=True)):
                 stored[rec.id] = rec
 
     def current(mid: str) -> MemoryRecord:
@@ -138,12 +140,12 @@ def lifecycle_plan(
     # ---- near-duplicates: reinforce the memory already there instead of adding a copy
     if cfg.dedup and order:
         vecs = np.vstack([prepared[i].vector for i in order]).astype(np.float32)
-        found = yield Call("nearest_memories_batch", (user, vecs, 3), {"statuses": (ACTIVE,)})
+        found = yield NearestMemoriesBatch(user, vecs, 3, (ACTIVE,))
         close = {i: [(m, s) for m, s in hits if s >= cfg.dedup_cosine] for i, hits in zip(order, found)}
         cand_ids = sorted({m for hits in close.values() for m, _ in hits})
         if cand_ids:
             yield from fetch(cand_ids)
-            rows = yield Call("expand", (user, cand_ids, [EDGE_MENTIONS]))
+            rows = yield Expand(user, cand_ids, [EDGE_MENTIONS])
             cand_mentions: dict[str, set[str]] = {m: set() for m in cand_ids}
             for n in rows:
                 if n.source in cand_mentions:
@@ -191,10 +193,10 @@ def lifecycle_plan(
             target, reason = None, "nothing earlier in this session to refer to"
             hint = str(getattr(ex, "retract_hint", "") or "") if retracts else ""
             if hint:
-                (hvec,) = yield Call("embed", ([hint],), local=True)
+                (hvec,) = yield Embed([hint])
                 hvec = np.asarray(hvec, dtype=np.float32)
                 options: list[tuple[float, str]] = []
-                for mid, score in (yield Call("nearest_memories", (user, hvec, 5), {"statuses": (ACTIVE,)})):
+                for mid, score in (yield NearestMemories(user, hvec, 5, (ACTIVE,))):
                     options.append((float(score), mid))
                 for j in order:
                     if (prepared[j].at, j) >= (p.at, i) or d.status.get(j):
@@ -216,7 +218,7 @@ def lifecycle_plan(
                 if sid in previous:
                     target = mem_ids[previous[sid]]
                 else:
-                    target = yield Call("last_memory_in_session", (user, sid))
+                    target = yield LastMemoryInSession(user, sid)
                 if target is not None:
                     reason = "the previous message of this session"
             if target is not None:
@@ -240,7 +242,7 @@ def lifecycle_plan(
             if cfg.supersede and fact.attribute not in cfg.multi_valued:
                 new_facts.append((i, n, subject, fact.attribute, value))
     if new_facts:
-        edges = yield Call("related_edges", (user, sorted({f[2] for f in new_facts}), sorted({f[3] for f in new_facts})))
+        edges = yield RelatedEdges(user, sorted({f[2] for f in new_facts}), sorted({f[3] for f in new_facts}))
         yield from fetch([e.evidence for e in edges if e.evidence])
         holders: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (subject, attribute) -> [(value, memory id)]
         for e in edges:
@@ -296,7 +298,7 @@ def _reinforce(d: Decisions, holder: str, i: int, mem_ids: Sequence[str], prepar
 
 def _apply_link(d: Decisions, i: int, target: str, retracts: bool, at: float, user: str, mem_ids: Sequence[str],
                 terms: dict[int, list[str]], mentions: dict[int, set[str]], fetch: Any, current: Any,
-                stored: dict[str, MemoryRecord]) -> Generator[Call, Any, None]:
+                stored: dict[str, MemoryRecord]) -> Op[None]:
     """Invalidate (retraction) or supersede (correction) ``target`` on behalf of item ``i``."""
     if retracts:
         if target in mem_ids:
@@ -318,6 +320,6 @@ def _apply_link(d: Decisions, i: int, target: str, retracts: bool, at: float, us
         if target not in stored:
             return
         d.extra_terms[i] = current(target).terms
-        rows = yield Call("expand", (user, [target], [EDGE_MENTIONS]))
+        rows = yield Expand(user, [target], [EDGE_MENTIONS])
         d.extra_mentions[i] = sorted({n.target for n in rows if n.source == target})
     _supersede(d, old=target, new=mem_ids[i], at=at, user=user, mem_ids=mem_ids, current=current, stored=stored)

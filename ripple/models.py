@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 __all__ = [
     "MemoryKind",
     "MemoryStatus",
-    "Memory",
+    "MemoryRecord",
     "Entity",
     "PathStep",
     "ScoreParts",
@@ -43,8 +43,12 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Memory(_Frozen):
-    """One stored memory: a message, a fact, a document chunk."""
+class MemoryRecord(_Frozen):
+    """One stored memory as the API returns it: a message, a fact, a document chunk.
+
+    (Named apart from the client, :class:`ripple.Memory`, and from the store's
+    own plain record, :class:`graphstore.StoredMemory`.)
+    """
 
     id: str
     user_id: str
@@ -96,7 +100,10 @@ class ScoreParts(_Frozen):
     lexical: float = 0.0
     dense: float = 0.0
     late: float = 0.0
-    activation: float = 0.0
+    activation: float = Field(0.0, description="the spreading channels' weighted sum")
+    channels: dict[str, float] = Field(
+        default_factory=dict, description="activation from each channel that reached the memory, before its weight"
+    )
     recency: float = 1.0
     importance: float = 0.5
     confidence: float = 1.0
@@ -107,12 +114,12 @@ class ScoreParts(_Frozen):
 class RecallHit(_Frozen):
     """A recalled memory with its score and the path that reached it."""
 
-    memory: Memory
+    memory: MemoryRecord
     score: float
     rank: int
     parts: ScoreParts
     path: tuple[PathStep, ...] = Field((), description="empty for seeds; else seed -> ... -> this memory")
-    via: str = Field("seed", description="seed | session | entity")
+    via: str = Field("seed", description="seed, history, or the name of the channel that reached it (session, entity, ...)")
 
 
 class StageTrace(_Frozen):

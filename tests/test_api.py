@@ -216,7 +216,7 @@ def test_export_is_jsonl_ready(mem: Memory) -> None:
 def test_config_variants_are_frozen_copies(mem: Memory) -> None:
     _add_two_hop(mem)
     base = RecallConfig()
-    no_spread = base.model_copy(update={"spread": base.spread.model_copy(update={"method": "none"})})
+    no_spread = base.model_copy(update={"spread": base.spread.model_copy(update={"channels": ()})})
     res = mem.recall("When is the deadline for the Northwind work?", user_id="u1", k=3, config=no_spread)
     assert all(h.via == "seed" for h in res.hits)
     with pytest.raises(Exception):
@@ -311,4 +311,4 @@ def test_the_store_decides_where_the_query_is_encoded(tmp_path: Path, extractor,
     finally:
         mem.close()
         store.close()
-    assert mem._query_encoder is None
+    assert mem._runtime._query_pool is None

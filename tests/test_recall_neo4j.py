@@ -86,7 +86,7 @@ def test_async_memory_drives_the_native_async_driver(driver: Any, embedder, extr
                 await amem.recall(q, user_id="nobody", k=5)
             with pytest.raises(MemoryNotFound):
                 await amem.get("m_missing")
-            exported = await amem.export(user_id="u1")
+            exported = [r async for r in amem.export(user_id="u1")]
             return got.texts(), [h.memory.id for h in after.hits], len(exported), changed.text
 
     try:
