@@ -6,7 +6,8 @@ Neo4j driver loads only when a Neo4j URI is used:
 * a folder path, ``sqlite:///path/to/folder`` or ``:memory:`` — the embedded
   SQLite store (default);
 * ``bolt://``, ``neo4j://`` (routing, for clusters) and their ``+s``/``+ssc``
-  variants — a Neo4j server.
+  variants — a Neo4j server;
+* ``memory://`` — a new, empty in-process graph (the reference store, nothing persists).
 """
 
 from __future__ import annotations
@@ -69,6 +70,10 @@ def open_store(uri: str | os.PathLike[str], **options: Any) -> GraphStore:
         from .neo4j import Neo4jStore
 
         return Neo4jStore(text, **options)  # type: ignore[no-any-return]
+    if text == "memory://":  # a new, empty graph in this process (graphstore.memory, the reference store)
+        from .memory import InMemoryStore
+
+        return InMemoryStore(**options)
     if text.startswith("sqlite://"):
         text = text[len("sqlite://") :] or ":memory:"
     elif "://" in text:
