@@ -250,8 +250,8 @@ class StoresAgree(RuleBasedStateMachine):
         mems = [f"m_{user}_{i}" for i in range(N_MEMORY_IDS)]
         ents = [f"e_{user}_{i}" for i in range(N_ENTITY_IDS)]
         assert ref.related_edges(user, ents, PREDICATES) == lite.related_edges(user, ents, PREDICATES)
-        for frontier in (mems, ents, mems[:3] + ents[:2]):
-            for types in (EDGE_TYPES, (EDGE_MENTIONS,), (EDGE_NEXT, EDGE_SUPERSEDES, EDGE_RETRACTS), (EDGE_RELATED,)):
+        for frontier in (mems + ents, ents):
+            for types in (EDGE_TYPES, (EDGE_MENTIONS,), (EDGE_NEXT, EDGE_SUPERSEDES, EDGE_RETRACTS)):
                 for cap in (None, 0, 1, 2):
                     a_list = ref.expand(user, frontier, types, max_degree=cap)
                     b_list = lite.expand(user, frontier, types, max_degree=cap)
@@ -259,7 +259,7 @@ class StoresAgree(RuleBasedStateMachine):
 
 
 StoresAgree.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=20, deadline=None, derandomize=True, database=None,
+    max_examples=40, stateful_step_count=20, deadline=None, derandomize=True, database=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestStoresAgree = StoresAgree.TestCase
@@ -267,6 +267,11 @@ TestStoresAgree = StoresAgree.TestCase
 
 # -- the engine on the reference store ------------------------------------------------------------------------
 QUERIES = ["When is the deadline for the Northwind work?", "printer dealer", "Who is visiting from Lagos?"]
+
+
+def _shape(hits: Any) -> list[tuple[Any, ...]]:
+    """What a recall answered, without the random memory ids: text, channel, score, path."""
+    return [(h.memory.text, h.via, round(h.score, 5), [(s.edge, s.label) for s in h.path]) for h in hits]
 
 
 @pytest.mark.slow
@@ -284,17 +289,18 @@ def test_memory_recalls_on_the_in_memory_store_as_on_sqlite(tmp_path: Path, embe
             _add_two_hop(mem)
             mem.add_many([{"text": t, "user_id": "u2", "session_id": "c1", "at": datetime(2026, 4, 1 + i)}
                           for i, t in enumerate(chinese)])
-        assert len(ref.get_all(user_id="u1")) == len(TWO_HOP)
-        assert ref.recall("张伟在哪里工作？", user_id="u2", k=1).texts() == [chinese[0]]
+        assert [m.text for m in ref.get_all(user_id="u1")] == [t for t, _ in TWO_HOP]
+        assert TWO_HOP[1][0] in ref.recall(QUERIES[0], user_id="u1", k=3, touch=False).texts()  # two hops away
         for q, user in [*((q, "u1") for q in QUERIES), ("张伟在哪里工作？", "u2")]:
             for mode in ("ripple", "flat", "bm25", "hybrid"):
                 got = ref.recall(q, user_id=user, k=5, mode=mode, touch=False)
                 want = lite.recall(q, user_id=user, k=5, mode=mode, touch=False)
-                assert [h.memory.id for h in got.hits] == [h.memory.id for h in want.hits], (q, mode)
-                for a, b in zip(got.hits, want.hits):
-                    assert a.score == pytest.approx(b.score, abs=1e-5), (q, mode)
-                    assert a.via == b.via and [s.target for s in a.path] == [s.target for s in b.path]
-        assert ref.recall(QUERIES[0], user_id="u1", k=3).texts()[:2] == lite.recall(QUERIES[0], user_id="u1", k=3).texts()[:2]
+                assert _shape(got.hits) == _shape(want.hits), (q, mode)
+        assert ref.stats(user_id="u2") == {k: v for k, v in lite.stats(user_id="u2").items() if k != "bytes_on_disk"}
+        for mem in (ref, lite):
+            mem.recall(QUERIES[0], user_id="u1", k=3)  # touches the hits
+        assert [(m.text, m.access_count) for m in ref.get_all(user_id="u1")] == [
+            (m.text, m.access_count) for m in lite.get_all(user_id="u1")]
 
 
 @pytest.mark.slow
