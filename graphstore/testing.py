@@ -76,6 +76,14 @@ def mention(mid: str, eid: str, user: str = "u1") -> EdgeRecord:
     return EdgeRecord(mid, EDGE_MENTIONS, eid, user, 1.0)
 
 
+def _public_attribute(adapter: Any, name: str) -> Any:
+    """The wrapped store's attribute ``name``; private names are not forwarded (nor looked up
+    before ``_store`` is set, which would recurse)."""
+    if name.startswith("_"):
+        raise AttributeError(name)
+    return getattr(adapter._store, name)
+
+
 class BlockingStore:
     """An async store behind the sync :class:`~graphstore.GraphStore` protocol.
 
@@ -92,7 +100,9 @@ class BlockingStore:
         self.uri = store.uri
 
     def __getattr__(self, name: str) -> Any:
-        method = getattr(self._store, name)
+        method = _public_attribute(self, name)
+        if not callable(method):
+            return method
         if name == "export":
             async def collect(*args: Any) -> list[Any]:
                 return [r async for r in method(*args)]
@@ -123,7 +133,7 @@ class ThreadedAsyncStore:
         self.uri = store.uri
 
     def __getattr__(self, name: str) -> Any:
-        method = getattr(self._store, name)
+        method = _public_attribute(self, name)
         if not callable(method):
             return method
         if name == "export":
