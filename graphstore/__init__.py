@@ -6,7 +6,8 @@ Neo4j driver loads only when a Neo4j URI is used:
 * a folder path, ``sqlite:///path/to/folder`` or ``:memory:`` — the embedded
   SQLite store (default);
 * ``bolt://``, ``neo4j://`` (routing, for clusters) and their ``+s``/``+ssc``
-  variants — a Neo4j server.
+  variants — a Neo4j server;
+* ``memory://`` — a new, empty in-process graph (the reference store, nothing persists).
 """
 
 from __future__ import annotations
@@ -117,12 +118,17 @@ def open_store(
         from .neo4j import Neo4jStore
 
         return cast(GraphStore, Neo4jStore(text, **kwargs))
+    if text == "memory://":  # a new, empty graph in this process (graphstore.memory, the reference store)
+        from .memory import InMemoryStore
+
+        memory = cast(GraphStore, InMemoryStore(**options))
+        return as_async(memory) if asynchronous else memory
     if text.startswith("sqlite://"):
         text = text[len("sqlite://") :] or ":memory:"
     elif "://" in text:
         from ripple.errors import ConfigError
 
-        raise ConfigError(f"unknown store URI scheme in {text!r}: use a folder path, sqlite://, bolt:// or neo4j://")
+        raise ConfigError(f"unknown store URI scheme in {text!r}: use a folder path, sqlite://, memory://, bolt:// or neo4j://")
     from .sqlite import SQLiteStore
 
     store = cast(GraphStore, SQLiteStore(text, **options))

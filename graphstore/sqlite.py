@@ -614,9 +614,11 @@ class SQLiteStore:
         """Keep loaded vector caches in step with a committed batch (append or replace rows)."""
         for user in users:
             cache = self._vectors.get(user)
-            if cache is not None:
-                cache.upsert((m.id, m.embedding, m.status) for m in batch.memories
-                             if m.user_id == user and m.embedding is not None)
+            mems = [m for m in batch.memories if m.user_id == user]
+            if cache is not None and any(m.embedding is None and m.id in cache.index for m in mems):
+                del self._vectors[user]  # a memory was rewritten without its vector: reload on the next search
+            elif cache is not None:
+                cache.upsert((m.id, m.embedding, m.status) for m in mems if m.embedding is not None)
             ecache = self._entity_vectors.get(user)
             if ecache is not None:
                 ecache.upsert((e.id, e.embedding, ACTIVE) for e in batch.entities
@@ -759,14 +761,15 @@ class SQLiteStore:
                 args = (*chunk, *types, user_id)
                 # outgoing (frontier is the source), then incoming: only RELATED edges start at an
                 # entity, so only they need the source's degree and label (the others start at memories)
-                queries = [
-                    (joined("src", "dst", q), args + cap_args),
-                    (joined("dst", "src", q), args + cap_args) if EDGE_RELATED in types else (
+                queries = [(joined("src", "dst", q), args + cap_args)]
+                if EDGE_RELATED in types:
+                    queries.append((joined("dst", "src", q), args + cap_args))
+                elif cap != 0:  # the other edges start at memories, of degree 1: a cap of 0 enters none
+                    queries.append((
                         "SELECT e.dst, e.src, e.type, e.weight, 1, e.predicate, ''"
                         f" FROM edges e WHERE e.dst IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?",
                         args,
-                    ),
-                ]
+                    ))
                 for sql, params in queries:
                     out.extend(map(Neighbor._make, db.execute(sql, params)))
         return out

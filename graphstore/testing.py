@@ -1,23 +1,33 @@
-"""One conformance suite for every store backend.
+"""One conformance suite for every store backend, and the adapters that run it on async stores.
 
 Subclass :class:`GraphStoreConformance` in a test module and override the
 ``store`` fixture to yield an empty store of your backend (and ``reopen`` to
 open the same data again, for durability); every test then runs against it.
 A backend is done when this suite passes.  Vectors are small deterministic
-arrays, so the suite needs no model.
+arrays, so the suite needs no model.  :class:`graphstore.memory.InMemoryStore`
+is the reference that passes it with the least code: read it to see what a
+test expects.
+
+The suite is written once, synchronously.  An async store
+(:class:`~graphstore.AsyncGraphStore`) runs it behind :class:`BlockingStore`;
+a sync store becomes an async one with :class:`ThreadedAsyncStore`, and the
+two compose, so ``BlockingStore(ThreadedAsyncStore(store))`` proves that the
+async protocol carries every call of the sync one unchanged.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any, Callable, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator
 
 import numpy as np
 import pytest
 
 from .jsonl import from_json, to_json
-from .protocol import ACTIVE, INVALIDATED, GraphStore
+from .protocol import ACTIVE, INVALIDATED, AsyncGraphStore, GraphStore
 from .protocol import SUPERSEDED, SupportsBatchMemorySearch
+from .threaded import ThreadedAsyncStore
 from .records import (
     EDGE_MENTIONS,
     EDGE_NEXT,
@@ -30,7 +40,8 @@ from .records import (
     WriteBatch,
 )
 
-__all__ = ["GraphStoreConformance", "unit_vector", "make_memory", "make_entity", "entity_degrees", "user_entities", "DIM"]
+__all__ = ["GraphStoreConformance", "BlockingStore", "ThreadedAsyncStore", "unit_vector", "make_memory",
+           "make_entity", "entity_degrees", "user_entities", "DIM"]
 
 DIM = 8
 
@@ -82,6 +93,47 @@ def entity_degrees(store: GraphStore, entity_ids: list[str]) -> dict[str, int]:
 def user_entities(store: GraphStore, user_id: str) -> list[EntityRecord]:
     """A user's entities, from the export."""
     return [r for r in store.export(user_id) if isinstance(r, EntityRecord)]
+
+
+def _public_attribute(adapter: Any, name: str) -> Any:
+    """The wrapped store's attribute ``name``; private names are not forwarded (nor looked up
+    before ``_store`` is set, which would recurse)."""
+    if name.startswith("_"):
+        raise AttributeError(name)
+    return getattr(adapter._store, name)
+
+
+class BlockingStore:
+    """An async store behind the sync :class:`~graphstore.GraphStore` protocol.
+
+    Every call runs to completion on a private event loop, and ``export``'s
+    async iterator is collected into a list, so the whole conformance suite
+    proves an async twin: ``BlockingStore(AsyncNeo4jStore(...))``.  For tests
+    only, and never inside a running event loop.  :meth:`close` awaits the
+    store's ``aclose`` and closes the loop.
+    """
+
+    def __init__(self, store: AsyncGraphStore) -> None:
+        self._store = store
+        self._loop = asyncio.new_event_loop()
+        self.uri = store.uri
+
+    def __getattr__(self, name: str) -> Any:
+        method = _public_attribute(self, name)
+        if not callable(method):
+            return method
+        if name == "export":
+            async def collect(*args: Any) -> list[Any]:
+                return [r async for r in method(*args)]
+
+            return lambda *args: self._loop.run_until_complete(collect(*args))
+        return lambda *args, **kwargs: self._loop.run_until_complete(method(*args, **kwargs))
+
+    def close(self) -> None:
+        if not self._loop.is_closed():
+            self._loop.run_until_complete(self._store.aclose())
+            self._loop.run_until_complete(self._loop.shutdown_default_executor())
+            self._loop.close()
 
 
 class GraphStoreConformance:
@@ -159,6 +211,19 @@ class GraphStoreConformance:
         assert store.lexical_stats("u1", ["budget"])[2] == {}  # no longer indexed for recall
         assert store.nearest_memories("u1", unit_vector(1.0), 5) == []
         assert [h[0] for h in store.nearest_memories("u1", unit_vector(1.0), 5, statuses=(SUPERSEDED,))] == ["m_lc"]
+
+    def test_a_rewrite_replaces_every_field(self, store: GraphStore) -> None:
+        """An upsert stores the record whole: a memory written again without a vector is no longer
+        found by vector search, even right after a search that found it."""
+        from dataclasses import replace
+
+        store.write(WriteBatch(memories=[make_memory("m_v", vec=unit_vector(1, 0))]))
+        assert [h[0] for h in store.nearest_memories("u1", unit_vector(1, 0), 5)] == ["m_v"]
+        store.write(WriteBatch(memories=[replace(make_memory("m_v", text="张伟"), embedding=None, token_vectors=None)]))
+        assert store.nearest_memories("u1", unit_vector(1, 0), 5) == []
+        (got,) = store.get_memories(["m_v"], with_vectors=True)
+        assert (got.text, got.embedding, got.token_vectors) == ("张伟", None, None)
+        assert store.token_vectors(["m_v"]) == {}
 
     def test_supersedes_and_retracts_edges(self, store: GraphStore) -> None:
         self._seed_graph(store)
@@ -251,6 +316,9 @@ class GraphStoreConformance:
         self._seed_graph(store)
         out = store.expand("u1", ["m_1", "e_dana"], [EDGE_MENTIONS], max_degree=1)
         assert {(n.source, n.target) for n in out} == {("m_1", "e_nw")}
+        # a memory's degree is 1 (what Neighbor.degree says of it): a cap of 0 enters no memory either
+        assert {n.target for n in store.expand("u1", ["m_1", "m_2"], [EDGE_NEXT], max_degree=1)} == {"m_1", "m_2"}
+        assert store.expand("u1", ["m_1", "m_2"], [EDGE_NEXT], max_degree=0) == []
 
     def test_expand_hub_cut_off_over_related_edges_both_ways(self, store: GraphStore) -> None:
         self._seed_graph(store)  # e_dana (2 mentions) -RELATED-> e_nw (1 mention)

@@ -33,6 +33,8 @@ class ThreadedAsyncStore:
         return f"ThreadedAsyncStore({self.sync!r})"
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "sync":  # (never forwarded; nor looked up before ``sync`` is set)
+            raise AttributeError(name)
         attr = getattr(self.sync, name)  # AttributeError for a method the store lacks: capabilities stay honest
         if not callable(attr):
             return attr

@@ -8,7 +8,6 @@ empty database.  Without a server the tests skip, or fail under ``RIPPLE_REQUIRE
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
@@ -28,7 +27,15 @@ from graphstore.neo4j import AsyncNeo4jStore, Neo4jStore
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED, GraphStore
 from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, EdgeRecord, EntityRecord, MemoryRecord, WriteBatch
 from graphstore.sqlite import SQLiteStore
-from graphstore.testing import GraphStoreConformance, entity_degrees, make_entity, make_memory, unit_vector, user_entities
+from graphstore.testing import (
+    BlockingStore,
+    GraphStoreConformance,
+    entity_degrees,
+    make_entity,
+    make_memory,
+    unit_vector,
+    user_entities,
+)
 from ripple.errors import StoreError, StoreUnavailable
 from tests.conftest import need
 
@@ -86,40 +93,16 @@ class TestNeo4jStore(GraphStoreConformance):
         return connect
 
 
-class _Blocking:
-    """The async store behind the sync protocol (its coroutines run on a private event loop),
-    so that the whole conformance suite proves the async twin too."""
-
-    def __init__(self, store: AsyncNeo4jStore) -> None:
-        self._store = store
-        self._loop = asyncio.new_event_loop()
-        self.uri = store.uri
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self._store, name)
-        if name == "export":
-            async def collect(*args: Any) -> list[Any]:
-                return [r async for r in method(*args)]
-
-            return lambda *args: self._loop.run_until_complete(collect(*args))
-        return lambda *args, **kwargs: self._loop.run_until_complete(method(*args, **kwargs))
-
-    def close(self) -> None:
-        if not self._loop.is_closed():
-            self._loop.run_until_complete(self._store.aclose())
-            self._loop.close()
-
-
 class TestAsyncNeo4jStore(GraphStoreConformance):
     @pytest.fixture
     def store(self, clean: Any) -> Iterator[GraphStore]:
-        s = _Blocking(AsyncNeo4jStore(URI, password=PASSWORD))
+        s = BlockingStore(AsyncNeo4jStore(URI, password=PASSWORD))
         yield s  # type: ignore[misc]
         s.close()
 
     @pytest.fixture
     def reopen(self) -> Callable[[], GraphStore]:
-        return lambda: _Blocking(AsyncNeo4jStore(URI, password=PASSWORD))  # type: ignore[return-value]
+        return lambda: BlockingStore(AsyncNeo4jStore(URI, password=PASSWORD))  # type: ignore[return-value]
 
 
 # -- parity with the embedded store -------------------------------------------------------------------
