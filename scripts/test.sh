@@ -7,6 +7,7 @@ cd "$ROOT"
 VENV="$(scripts/env.sh)"
 export PATH="$VENV/bin:$PATH"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+scripts/chromium.sh ensure >/dev/null || echo "test: no headless Chromium; the graph page tests will fail" >&2
 started=0
 if [ "${RIPPLE_TEST_NEO4J:-1}" = "1" ]; then
     if ! scripts/neo4j.sh status >/dev/null 2>&1; then
