@@ -466,7 +466,8 @@ def _ranked(index: GraphIndex, cands: Iterable[str], chosen: set[str]) -> list[s
     def links(n: str) -> int:
         return len(index.neighbours(n) & chosen)
 
-    mems, ents = [], []
+    mems: list[str] = []
+    ents: list[str] = []
     for n in cands:
         (ents if n in index.entities else mems).append(n)
     ents.sort(key=lambda e: (entity_group(index.entities[e]["label"]) != "concept", links(e),
