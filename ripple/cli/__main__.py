@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("ripple.cli.cmd_import", "load a JSONL export into the store"),
     "bench": ("ripple.cli.cmd_bench", "run the benchmark harness (python -m benchmarks)"),
     "cypher": ("ripple.cli.cmd_cypher", "run a Cypher query against the Neo4j store"),
+    "graph": ("ripple.cli.cmd_graph", "write a user's memory graph as an interactive HTML page"),
 }
 
 

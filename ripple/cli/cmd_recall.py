@@ -18,11 +18,16 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=["ripple", "flat", "bm25", "hybrid", "ppr"], default="ripple")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--explain", action="store_true", help="show each hit's path and the stage timings")
+    p.add_argument("--graph", metavar="FILE.html", help="also write this recall's part of the graph as an interactive page")
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
     with Memory(settings=settings) as mem:
         res = mem.recall(args.query, user_id=args.user, k=args.k, mode=args.mode, touch=False)
+        if args.graph:
+            from .cmd_graph import write_recall_graph
+
+            write_recall_graph(mem, res, args.graph)
     if args.json:
         print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return 0
