@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("ripple.cli.cmd_import", "load a JSONL export into the store"),
     "bench": ("ripple.cli.cmd_bench", "run the benchmark harness (python -m benchmarks)"),
     "cypher": ("ripple.cli.cmd_cypher", "run a Cypher query against the Neo4j store"),
+    "serve": ("ripple.cli.cmd_serve", "serve the HTTP API (models loaded once; see /docs)"),
+    "mcp": ("ripple.cli.cmd_mcp", "serve ripple to MCP clients (stdio, or streamable HTTP)"),
 }
 
 
