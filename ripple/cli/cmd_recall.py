@@ -9,6 +9,7 @@ from ripple import Memory
 from ripple.settings import RippleSettings
 
 from ._format import explain, table
+from ._remote import add_server_flags, remote
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -18,11 +19,16 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=["ripple", "flat", "bm25", "hybrid", "ppr"], default="ripple")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--explain", action="store_true", help="show each hit's path and the stage timings")
+    add_server_flags(p)
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
-    with Memory(settings=settings) as mem:
-        res = mem.recall(args.query, user_id=args.user, k=args.k, mode=args.mode, touch=False)
+    client = remote(args)
+    if client is not None:
+        res = client.recall(args.query, user_id=args.user, k=args.k, mode=args.mode, touch=False)
+    else:
+        with Memory(settings=settings) as mem:
+            res = mem.recall(args.query, user_id=args.user, k=args.k, mode=args.mode, touch=False)
     if args.json:
         print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return 0

@@ -44,8 +44,9 @@ from .asgi import BearerAuth, BodyLimit
 from .errors import HTTP_CODES, error_body, one_line, status_and_code
 from .schemas import AddBody, AddManyBody, ForgetBody, Health, PinBody, RecallBody, UpdateBody
 from .settings import DEFAULT_MAX_BODY
+from .warm import warm_up
 
-__all__ = ["create_app", "warm_up", "OPEN_PATHS"]
+__all__ = ["create_app", "OPEN_PATHS"]
 
 log = logging.getLogger("ripple.server")
 
@@ -53,8 +54,6 @@ OPEN_PATHS = ("/health/", "/docs", "/openapi.json", "/redoc")
 _MEMORIES = TypeAdapter(list[MemoryRecord])
 _COUNTS = TypeAdapter(dict[str, int])
 _EXPORT_LINES_PER_CHUNK = 256
-# Texts that load every lazily built model: the embedder, spaCy (English) and jieba (Chinese).
-_WARM_TEXTS = ["Dana Whitfield runs procurement at Northwind Traders.", "张伟在北京的阿里巴巴工作。"]
 
 
 def _json(body: BaseModel | Any, status: int = 200, adapter: TypeAdapter[Any] | None = None) -> Response:
@@ -65,17 +64,6 @@ def _json(body: BaseModel | Any, status: int = 200, adapter: TypeAdapter[Any] | 
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
     return Response(error_body(code, message), status_code=status, media_type="application/json", headers=headers)
-
-
-async def warm_up(memory: AsyncMemory) -> None:
-    """Check the store answers and load the embedder and extractor (English and Chinese) once."""
-    await memory.stats()
-
-    def load() -> None:
-        memory.embedder.encode_with_tokens(_WARM_TEXTS)
-        memory.extractor.extract_many(_WARM_TEXTS)
-
-    await anyio.to_thread.run_sync(load)
 
 
 class _Writes:
