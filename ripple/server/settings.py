@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import re
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ripple.errors import ConfigError
@@ -34,6 +35,13 @@ class ServerSettings(BaseSettings):
     token: str | None = Field(None, description="bearer token clients must send; none = no auth (loopback only)")
     max_body_bytes: int = Field(DEFAULT_MAX_BODY, ge=1024, description="largest request body accepted (413 above)")
     graceful_timeout: float = Field(30.0, ge=0, description="seconds to let in-flight requests finish on shutdown")
+
+    @field_validator("token")
+    @classmethod
+    def _token(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[A-Za-z0-9\-._~+/]+=*", v):
+            raise ValueError("a bearer token is letters, digits and -._~+/ (RFC 6750), e.g. from `openssl rand -hex 32`")
+        return v or None
 
     @staticmethod
     def register_flags(p: argparse.ArgumentParser, *, port: int = 8420) -> None:
