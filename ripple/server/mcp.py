@@ -53,7 +53,8 @@ class Brief(BaseModel):
 class Hit(Brief):
     score: float
     via: str = Field(description="seed (matched the query) | session | entity (reached through the graph)")
-    path: list[str] = Field(default_factory=list, description="entities and turns on the way from a seed")
+    path: list[str] = Field(default_factory=list,
+                            description="entity names (or NEXT, for a neighbouring turn) on the way from a seed")
 
 
 class Recalled(BaseModel):
@@ -78,7 +79,17 @@ def _brief(m: MemoryRecord) -> dict[str, Any]:
 
 def _hits(result: RecallResult) -> list[Hit]:
     return [Hit(**_brief(h.memory), score=round(h.score, 4), via=h.via,
-                path=[s.label for s in h.path if s.label]) for h in result.hits]
+                path=[s.label or s.edge for s in h.path]) for h in result.hits]
+
+
+def _entities(result: RecallResult) -> list[str]:
+    """Entity names on the recall's paths, most used first."""
+    counts: dict[str, int] = {}
+    for h in result.hits:
+        for s in h.path:
+            if s.edge in ("MENTIONS", "RELATED") and s.label:
+                counts[s.label] = counts.get(s.label, 0) + 1
+    return sorted(counts, key=lambda n: (-counts[n], n))
 
 
 class _Scoped:
@@ -166,13 +177,9 @@ def build_mcp_server(memory: "AsyncMemory", *, user_id: str) -> "MCPServer":
             found = await scoped.recall(topic, k)
         except RippleError as exc:
             raise _tool_error(exc) from exc
-        hits = _hits(found) if found else []
-        counts: dict[str, int] = {}
-        for h in hits:
-            for name in h.path:
-                counts[name] = counts.get(name, 0) + 1
-        return Dossier(topic=topic, memories=sorted(hits, key=lambda h: h.at),
-                       related=sorted(counts, key=lambda n: (-counts[n], n)))
+        if found is None:
+            return Dossier(topic=topic, memories=[], related=[])
+        return Dossier(topic=topic, memories=sorted(_hits(found), key=lambda h: h.at), related=_entities(found))
 
     @server.resource(PROFILE_URI, name="profile", mime_type="text/markdown",
                      description="The user's current facts, preferences and personal details, from their memories.")
