@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from ripple import Memory
-from tests.server_process import ROOT, child_env, ripple_process
+from ripple.server.process import ROOT, child_env, ripple_process
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.graphstore.test_neo4j import PASSWORD, URI, driver, wipe  # noqa: F401  (fixture)
-from tests.server_process import ROOT, ServerProcess, child_env, ripple_process
+from ripple.server.process import ROOT, ServerProcess, child_env, ripple_process
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ import pytest
 import ripple.errors as E
 from ripple.server.errors import HTTP_CODES, WIRE, error_from_wire, status_and_code
 from ripple.server.settings import check_bind, is_loopback
-from tests.server_process import ROOT, child_env, ripple_process
+from ripple.server.process import ROOT, child_env, ripple_process
 
 
 # -- binding ------------------------------------------------------------------------------------------
