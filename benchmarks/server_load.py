@@ -70,10 +70,10 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
     levels = [int(c) for c in args.clients.split(",") if c.strip()]
     data = load_locomo(default_data_dir() / "locomo" / "locomo-dev.json")
-    user0 = data.docs[0].user_id
-    turns = [d for d in data.docs if d.user_id == user0]
+    docs = list(data.docs)
+    turns = [d for d in docs if d.user_id == docs[0].user_id]
     turns = turns[: args.turns] if args.turns else turns
-    queries = [q.text for q in data.queries if q.user_id == user0]
+    queries = [q.text for q in data.queries if q.user_id == docs[0].user_id]
     cells: list[Cell] = []
     with tempfile.TemporaryDirectory(prefix="ripple-serve-load-") as tmp:
         for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
@@ -173,7 +173,7 @@ def _add_user(surface: str, clients: int) -> str:
 
 
 def _add_text(turns: list[Any], n: int) -> str:
-    return turns[n % len(turns)].text
+    return str(turns[n % len(turns)].text)
 
 
 # -- one closed-loop cell ------------------------------------------------------------------------------------
@@ -201,9 +201,10 @@ async def _cell(backend: str, surface: str, op: str, clients: int, requests: int
     t0 = time.perf_counter()
     await asyncio.gather(*(caller() for _ in range(clients)))
     seconds = time.perf_counter() - t0
-    cell = Cell(backend, surface, op, clients, len(latencies), round(seconds, 3),
-                round(len(latencies) / seconds, 2) if seconds else 0.0,
-                *(round(_percentile(latencies, q), 2) for q in (50, 95, 99)), errors=errors)
+    p50, p95, p99 = (round(_percentile(latencies, q), 2) for q in (50, 95, 99))
+    cell = Cell(backend=backend, surface=surface, op=op, clients=clients, requests=len(latencies),
+                seconds=round(seconds, 3), rps=round(len(latencies) / seconds, 2) if seconds else 0.0,
+                p50_ms=p50, p95_ms=p95, p99_ms=p99, errors=errors)
     print(f"[{backend}] {surface:10} {op:6} x{clients:<3} {cell.rps:7.1f} req/s  p50 {cell.p50_ms:7.1f}  "
           f"p95 {cell.p95_ms:7.1f}  p99 {cell.p99_ms:7.1f} ms", file=sys.stderr)
     return cell

@@ -62,7 +62,7 @@ def test_every_ripple_error_has_a_wire_code_that_maps_back() -> None:
     assert HTTP_CODES[401] == "unauthorized"
 
 
-def test_unexpected_exception_is_500_without_details(tmp_path: Path, embedder: Any, extractor: Any) -> None:
+def test_unexpected_exception_is_500_without_details(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
     from ripple import AsyncMemory
@@ -72,7 +72,7 @@ def test_unexpected_exception_is_500_without_details(tmp_path: Path, embedder: A
         async def get_all(self, **_: Any) -> Any:
             raise RuntimeError("secret detail: /etc/passwd")
 
-    mem = Broken(path=str(tmp_path / "s"), embedder=embedder, extractor=extractor)
+    mem = Broken(path=str(tmp_path / "s"))  # no model is needed: the models load on first use
     with TestClient(create_app(mem, warm=False, close=True), raise_server_exceptions=False) as client:
         for _ in range(100):
             if client.get("/health/ready").status_code == 200:
@@ -125,3 +125,17 @@ def test_sigterm_during_add_many_finishes_the_write(tmp_path: Path, embedder: An
         kept = mem.get_all(user_id="u1")
     assert {m.id for m in kept} == {m["id"] for m in stored}
     assert any(m.text == "张伟周五把合同寄给阿里巴巴。" for m in kept)
+
+
+def test_cli_without_a_server_says_so_in_one_line() -> None:
+    from ripple.server.process import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    for argv, expected in (
+        (["recall", "tea", "--user", "u1", "--server", url], f"ripple: error: cannot reach the ripple server at {url}"),
+        (["add", "I drink tea.", "--user", "u1", "--server", "ftp://x"], "ripple: error: server URL must be http(s)"),
+    ):
+        out = subprocess.run([sys.executable, "-m", "ripple.cli", *argv], capture_output=True, text=True,
+                             env=child_env(), cwd=ROOT, timeout=60)
+        assert out.returncode == 1 and out.stderr.startswith(expected), out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1

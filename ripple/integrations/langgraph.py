@@ -51,7 +51,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Generator, Iterable, Mapping, Union
+from typing import Any, Callable, Generator, Iterable, Mapping, Union
 
 from ripple import AsyncMemory, Memory
 from ripple.errors import ConfigError, InvalidInput, UnknownUser
@@ -123,23 +123,18 @@ class RippleStore(BaseStore):
         self.memory = memory
         self.text_fields = tuple(text_fields)
 
-    # -- drivers -------------------------------------------------------------------------------------
+    # -- drivers: the same plan, answered with plain calls or awaited ----------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         if not isinstance(self.memory, Memory):
             raise ConfigError("a RippleStore over an AsyncMemory answers abatch only (use graph.ainvoke), "
                               "or give it a ripple.Memory")
-        mem = self.memory
-        ctx = _Batch()
-        out: list[Result] = []
-        for op in ops:
-            gen = self._op(op, ctx)
-            try:
-                call = next(gen)
-                while True:
-                    call = gen.send(_answer_sync(mem, call))
-            except StopIteration as stop:
-                out.append(stop.value)
-        return out
+        plan = self._plan(ops)
+        try:
+            call = next(plan)
+            while True:
+                call = plan.send(_answer_sync(self.memory, call))
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         if isinstance(self.memory, Memory):
@@ -147,20 +142,23 @@ class RippleStore(BaseStore):
 
             ops = list(ops)
             return await anyio.to_thread.run_sync(self.batch, ops)
-        mem = self.memory
+        plan = self._plan(ops)
+        try:
+            call = next(plan)
+            while True:
+                call = plan.send(await _answer_async(self.memory, call))
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    # -- operations (I/O-free generators) -------------------------------------------------------------
+    def _plan(self, ops: Iterable[Op]) -> _Op:
+        """Every op of a batch in order; returns their results."""
         ctx = _Batch()
         out: list[Result] = []
         for op in ops:
-            gen = self._op(op, ctx)
-            try:
-                call = next(gen)
-                while True:
-                    call = gen.send(await _answer_async(mem, call))
-            except StopIteration as stop:
-                out.append(stop.value)
+            out.append((yield from self._op(op, ctx)))
         return out
 
-    # -- operations (I/O-free generators) -------------------------------------------------------------
     def _op(self, op: Op, ctx: _Batch) -> _Op:
         if isinstance(op, GetOp):
             return self._get(op, ctx)
@@ -352,7 +350,8 @@ def _when(iso: Any, default: datetime) -> datetime:
 
 def _json_value(value: Mapping[str, Any]) -> dict[str, Any]:
     try:
-        return json.loads(json.dumps(dict(value), ensure_ascii=False, allow_nan=False))
+        copied: dict[str, Any] = json.loads(json.dumps(dict(value), ensure_ascii=False, allow_nan=False))
+        return copied
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"a store value must be JSON-serialisable: {exc}") from exc
 
@@ -374,7 +373,7 @@ def _text_of(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-_COMPARE = {
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "$eq": lambda a, b: a == b,
     "$ne": lambda a, b: a != b,
     "$gt": lambda a, b: a is not None and a > b,

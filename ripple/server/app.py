@@ -25,7 +25,7 @@ import logging
 import uuid
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterable
+from typing import Any, AsyncIterator, Iterable, Mapping
 
 import anyio
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -62,7 +62,7 @@ def _json(body: BaseModel | Any, status: int = 200, adapter: TypeAdapter[Any] | 
     return Response(raw, status_code=status, media_type="application/json")
 
 
-def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+def _error(status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> Response:
     return Response(error_body(code, message), status_code=status, media_type="application/json", headers=headers)
 
 
@@ -331,7 +331,7 @@ def _api_router(state: _State) -> APIRouter:
                 response_class=StreamingResponse,
                 responses={200: {"content": {"application/x-ndjson": {}}}})
     async def export(user_id: str) -> StreamingResponse:
-        rows = state.mem.export(user_id=user_id)
+        rows: Any = state.mem.export(user_id=user_id)
         if asyncio.iscoroutine(rows):  # AsyncMemory.export gathers the rows, then we stream them
             rows = await rows
         return StreamingResponse(_ndjson(rows), media_type="application/x-ndjson")

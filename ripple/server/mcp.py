@@ -18,7 +18,8 @@ personal details, read from their stored memories (no LLM, no summary).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
 
 from pydantic import BaseModel, Field
 
@@ -118,10 +119,15 @@ class _Scoped:
             return []
 
 
-def _tool_error(exc: RippleError) -> Exception:
-    from mcp.server.mcpserver.exceptions import ToolError
+@contextmanager
+def _as_tool_error() -> Iterator[None]:
+    """A ripple error becomes the tool's error result: ``code: one-line message``."""
+    try:
+        yield
+    except RippleError as exc:
+        from mcp.server.mcpserver.exceptions import ToolError
 
-    return ToolError(f"{status_and_code(exc)[1]}: {one_line(exc)}")
+        raise ToolError(f"{status_and_code(exc)[1]}: {one_line(exc)}") from exc
 
 
 def build_mcp_server(memory: "AsyncMemory", *, user_id: str) -> "MCPServer":
@@ -143,40 +149,32 @@ def build_mcp_server(memory: "AsyncMemory", *, user_id: str) -> "MCPServer":
     @server.tool(description="Store a text in long-term memory. Newer facts supersede older ones; "
                              "'forget that' invalidates the previous statement. Empty small talk is not stored.")
     async def remember(text: str, session_id: str | None = None) -> Remembered:
-        try:
+        with _as_tool_error():
             stored = await memory.add(text, user_id=user_id, session_id=session_id)
-        except RippleError as exc:
-            raise _tool_error(exc) from exc
         return Remembered(stored=[Brief(**_brief(m)) for m in stored],
                           note="" if stored else "nothing to remember in that text (small talk)")
 
     @server.tool(description="Recall the memories most related to a query (associative: also memories "
                              "connected through shared people, places and projects).")
     async def recall(query: str, k: int = 5) -> Recalled:
-        try:
+        with _as_tool_error():
             found = await scoped.recall(query, k)
-        except RippleError as exc:
-            raise _tool_error(exc) from exc
         return Recalled(query=query, hits=_hits(found) if found else [])
 
     @server.tool(description="Forget a memory, by its id or as the best match of a query: it is never "
                              "recalled again.")
     async def forget(memory_id: str | None = None, query: str | None = None) -> Brief:
-        try:
+        with _as_tool_error():
             if memory_id is not None and query is None:
                 await scoped.own(memory_id)
                 return Brief(**_brief(await memory.forget(memory_id)))
             return Brief(**_brief(await memory.forget(memory_id, query=query, user_id=user_id)))
-        except RippleError as exc:
-            raise _tool_error(exc) from exc
 
     @server.tool(description="Everything remembered about a person, organisation, place, project or topic, "
                              "in time order, with the related entities.")
     async def what_do_you_know_about(topic: str, k: int = 10) -> Dossier:
-        try:
+        with _as_tool_error():
             found = await scoped.recall(topic, k)
-        except RippleError as exc:
-            raise _tool_error(exc) from exc
         if found is None:
             return Dossier(topic=topic, memories=[], related=[])
         return Dossier(topic=topic, memories=sorted(_hits(found), key=lambda h: h.at), related=_entities(found))

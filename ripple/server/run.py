@@ -8,6 +8,7 @@ shutdown, which waits for running writes and closes the memory.
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import sys
 from typing import Any
@@ -29,7 +30,7 @@ async def serve_asgi(app: Any, settings: ServerSettings, *, log_level: str = "in
 
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_level=log_level, lifespan="on",
-        timeout_graceful_shutdown=settings.graceful_timeout, server_header=False,
+        timeout_graceful_shutdown=math.ceil(settings.graceful_timeout), server_header=False,
         log_config=None,  # keep configure_logging's one-line records
     )
     server = uvicorn.Server(config)

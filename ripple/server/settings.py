@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import re
+from typing import Any
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -58,8 +59,8 @@ class ServerSettings(BaseSettings):
         """Settings from parsed flags over the environment; a bad value is a one-line ConfigError."""
         from pydantic import ValidationError
 
-        given = {name: getattr(args, name, None) for name in ("host", "port", "token", "max_body_bytes", "graceful_timeout")}
-        given = {k: v for k, v in given.items() if v is not None}
+        names = ("host", "port", "token", "max_body_bytes", "graceful_timeout")
+        given: dict[str, Any] = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
         try:
             made = cls(**given)
         except ValidationError as exc:
