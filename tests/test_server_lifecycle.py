@@ -90,7 +90,7 @@ def test_unexpected_exception_is_500_without_details(tmp_path: Path) -> None:
 def test_sigterm_during_add_many_finishes_the_write(tmp_path: Path, embedder: Any, extractor: Any) -> None:
     store = str(tmp_path / "store")
     items = [{"text": f"Note {n}: Dana Whitfield asked about invoice {1000 + n} for Northwind.", "session_id": "s1"}
-             for n in range(150)] + [{"text": "张伟周五把合同寄给阿里巴巴。", "session_id": "s2"}]
+             for n in range(60)] + [{"text": "张伟周五把合同寄给阿里巴巴。", "session_id": "s2"}]
     answer: dict[str, Any] = {}
 
     with ripple_process(store, ["serve", "--graceful-timeout", "120"], log=tmp_path / "server.log") as server:
