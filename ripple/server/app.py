@@ -173,10 +173,12 @@ async def _start(state: _State) -> None:
             await warm_up(state.mem)
         state.status = "ready"
         log.info("ripple: ready")
-    except RippleError as exc:
-        status, code = status_and_code(exc)
-        state.status, state.error = "failed", {"code": code, "message": one_line(exc)}
-        log.error("ripple: not ready: %s (%s)", one_line(exc), code)
+    except Exception as exc:  # noqa: BLE001 - the server stays up and says why it is not ready
+        known = isinstance(exc, RippleError)
+        code = status_and_code(exc)[1] if known else "internal_error"
+        message = one_line(exc) if known else "unexpected error at start-up (details in the server log)"
+        state.status, state.error = "failed", {"code": code, "message": message}
+        log.error("ripple: not ready: %s (%s)", one_line(exc), code, exc_info=not known)
 
 
 # -- errors ---------------------------------------------------------------------------------------
@@ -232,8 +234,8 @@ def _health_router(state: _State) -> APIRouter:
 def _api_router(state: _State) -> APIRouter:
     async def require_ready() -> None:
         if state.status != "ready":
-            raise HTTPException(503, f"the server is {state.status}" + (
-                f": {state.error['message']}" if state.error else ""), headers={"Retry-After": "1"})
+            reason = f": {state.error['message']}" if state.error else ""
+            raise HTTPException(503, f"the server is not ready ({state.status}){reason}", headers={"Retry-After": "1"})
 
     # HTTPBearer(auto_error=False) only documents the scheme in OpenAPI; BearerAuth enforces it.
     router = APIRouter(prefix="/v1/users/{user_id}", tags=["memories"],
