@@ -85,6 +85,29 @@ def test_unexpected_exception_is_500_without_details(tmp_path: Path) -> None:
     assert body["message"].startswith("internal error (incident ")
 
 
+def test_failed_start_is_reported_not_hidden(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from ripple import AsyncMemory
+    from ripple.server.app import create_app
+
+    class Unreachable(AsyncMemory):
+        async def stats(self, **_: Any) -> Any:
+            raise E.StoreUnavailable("cannot connect to bolt://10.0.0.9:7687")
+
+    with TestClient(create_app(Unreachable(path=str(tmp_path / "s")), close=True)) as client:
+        for _ in range(200):
+            ready = client.get("/health/ready")
+            if ready.json()["status"] != "starting":
+                break
+            time.sleep(0.05)
+        api = client.get("/v1/users/u1/stats")
+    assert ready.status_code == 503 and ready.json()["status"] == "failed"
+    assert ready.json()["error"] == {"code": "store_unavailable", "message": "cannot connect to bolt://10.0.0.9:7687"}
+    assert api.status_code == 503 and api.json()["error"]["code"] == "not_ready"
+    assert api.headers["retry-after"] == "1"
+
+
 # -- graceful shutdown --------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_sigterm_during_add_many_finishes_the_write(tmp_path: Path, embedder: Any, extractor: Any) -> None:
