@@ -10,6 +10,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("benchmarks.run", "index datasets with methods and store raw per-query results as JSONL"),
     "report": ("benchmarks.report", "compute metrics from stored results; write summary.md/json and plots"),
+    "serve-load": ("benchmarks.server_load", "requests/s and p50/p95/p99 of ripple serve beside in-process calls"),
 }
 
 

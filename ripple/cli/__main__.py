@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("ripple.cli.cmd_bench", "run the benchmark harness (python -m benchmarks)"),
     "cypher": ("ripple.cli.cmd_cypher", "run a Cypher query against the Neo4j store"),
     "graph": ("ripple.cli.cmd_graph", "write a user's memory graph as an interactive HTML page"),
+    "serve": ("ripple.cli.cmd_serve", "serve the HTTP API (models loaded once; see /docs)"),
+    "mcp": ("ripple.cli.cmd_mcp", "serve ripple to MCP clients (stdio, or streamable HTTP)"),
 }
 
 

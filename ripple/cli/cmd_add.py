@@ -11,6 +11,8 @@ from ripple import Memory
 from ripple.errors import InvalidInput
 from ripple.settings import RippleSettings
 
+from ._remote import add_server_flags, remote
+
 
 def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="?", help="text to remember (omit with --file)")
@@ -21,6 +23,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metadata", help="JSON object stored with the memory")
     p.add_argument("--file", "-f", help="JSONL file of items {text, session_id?, at?, metadata?} ('-' = stdin)")
     p.add_argument("--json", action="store_true", help="print stored memories as JSON")
+    add_server_flags(p)
 
 
 def _items(args: argparse.Namespace) -> list[dict[str, object]]:
@@ -58,8 +61,12 @@ def _items(args: argparse.Namespace) -> list[dict[str, object]]:
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
     items = _items(args)
-    with Memory(settings=settings) as mem:
-        stored = mem.add_many(items, progress=True)
+    client = remote(args)
+    if client is not None:
+        stored = client.add_many(items)
+    else:
+        with Memory(settings=settings) as mem:
+            stored = mem.add_many(items, progress=True)
     if args.json:
         for m in stored:
             print(m.model_dump_json())

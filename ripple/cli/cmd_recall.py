@@ -6,9 +6,11 @@ import argparse
 import json
 
 from ripple import Memory
+from ripple.errors import ConfigError
 from ripple.settings import RippleSettings
 
 from ._format import explain, table
+from ._remote import add_server_flags, remote
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -19,15 +21,22 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--explain", action="store_true", help="show each hit's path and the stage timings")
     p.add_argument("--graph", metavar="FILE.html", help="also write this recall's part of the graph as an interactive page")
+    add_server_flags(p)
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
-    with Memory(settings=settings) as mem:
-        res = mem.recall(args.query, user_id=args.user, k=args.k, mode=args.mode, touch=False)
+    client = remote(args)
+    if client is not None:
         if args.graph:
-            from .cmd_graph import write_recall_graph
+            raise ConfigError("--graph draws from the local store: drop --server (or $RIPPLE_SERVER) to use it")
+        res = client.recall(args.query, user_id=args.user, k=args.k, mode=args.mode, touch=False)
+    else:
+        with Memory(settings=settings) as mem:
+            res = mem.recall(args.query, user_id=args.user, k=args.k, mode=args.mode, touch=False)
+            if args.graph:
+                from .cmd_graph import write_recall_graph
 
-            write_recall_graph(mem, res, args.graph)
+                write_recall_graph(mem, res, args.graph)
     if args.json:
         print(json.dumps(res.model_dump(mode="json"), ensure_ascii=False, indent=2))
         return 0

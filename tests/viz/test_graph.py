@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ripple.models import Memory as MemoryModel, PathStep, RecallHit, RecallResult, RecallTrace, ScoreParts
+from ripple.models import MemoryRecord as MemoryModel, PathStep, RecallHit, RecallResult, RecallTrace, ScoreParts
 from ripple.viz import GraphIndex, HitMark, build_graph, hits_from_recall
 from ripple.viz.graph import EDGE_KINDS, entity_group, wrap_label
 
