@@ -14,6 +14,11 @@ from __future__ import annotations
 from ._memory import AsyncMemory, Memory
 from .errors import (
     ConfigError,
+    Conflict,
+    LimitExceeded,
+    PermissionDenied,
+    StepMismatch,
+    VersionConflict,
     ExtractionError,
     InvalidInput,
     MemoryNotFound,
@@ -25,7 +30,7 @@ from .errors import (
     StoreUnavailable,
     UnknownUser,
 )
-from .models import Entity, Memory as MemoryRecord, PathStep, RecallHit, RecallResult, RecallTrace, ScoreParts
+from .models import Document, Entity, Fact, Memory as MemoryRecord, PathStep, RecallHit, RecallResult, RecallTrace, ScoreParts
 from .recall.config import (
     MergeConfig,
     RecallConfig,
@@ -44,10 +49,14 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncMemory",
     "ConfigError",
+    "Conflict",
+    "Document",
     "Entity",
     "ExtractionError",
+    "Fact",
     "InvalidInput",
     "LifecycleConfig",
+    "LimitExceeded",
     "Memory",
     "MemoryNotFound",
     "MemoryRecord",
@@ -55,6 +64,7 @@ __all__ = [
     "ModelNotInstalled",
     "NotFound",
     "PathStep",
+    "PermissionDenied",
     "RecallConfig",
     "RecallHit",
     "RecallResult",
@@ -68,10 +78,12 @@ __all__ = [
     "SeedConfig",
     "SpreadConfig",
     "SpreadMethod",
+    "StepMismatch",
     "StoreError",
     "StoreUnavailable",
     "TierConfig",
     "UnknownUser",
+    "VersionConflict",
     "__version__",
 ]
 

@@ -29,6 +29,8 @@ from ._lifecycle import LifecycleConfig
 from .errors import ConfigError, InvalidInput, MemoryNotFound, UnknownUser
 from .models import (
     AddItem,
+    Document as DocumentModel,
+    Fact as FactModel,
     Memory as MemoryModel,
     PathStep,
     RecallHit,
@@ -44,6 +46,8 @@ from .settings import RippleSettings
 
 if TYPE_CHECKING:
     from extractors.base import Extractor
+
+    from .agent import AsyncSession, Session
 
     from ._ingest import Prepared
     from .embedding import Embedder
@@ -689,6 +693,50 @@ class Memory(_BaseMemory):
     def users(self) -> list[str]:
         return self._store.users()
 
+    # -- facts, documents and agent sessions (issue 15; logic in _facts, _documents, agent/) ----------
+    def facts(self, *, user_id: str, include_history: bool = False) -> list[FactModel]:
+        """The user's facts (``@self`` attributes: name, employer, budget, allergy, ...) with their evidence.
+
+        Current facts only unless ``include_history=True`` (then superseded
+        values too, each with its ``valid_to``); see :class:`ripple.models.Fact`.
+        """
+        from ._facts import facts_plan
+
+        return self._drive(facts_plan(self._check_user(user_id), include_history=include_history))
+
+    def get_document(self, *, user_id: str, key: str) -> DocumentModel | None:
+        """A versioned JSON document of the user, or None (see :meth:`put_document`)."""
+        from ._documents import get_document_plan
+
+        return self._drive(get_document_plan(user_id, key))
+
+    def put_document(self, *, user_id: str, key: str, value: Any, expected_version: int | None) -> DocumentModel:
+        """Store a JSON document if it is at ``expected_version`` (0: must not exist; None: any version).
+
+        The check and the write are one store transaction, so of two writers
+        that read the same version only the first succeeds; the other gets a
+        :class:`~ripple.VersionConflict` and nothing is written.  Documents
+        survive restarts and are deleted with the user.
+        """
+        from ._documents import put_document_plan
+
+        if value is None:
+            raise InvalidInput("a document value cannot be None (use delete_document)")
+        return self._drive(put_document_plan(user_id, key, value, expected_version, self._clock()))  # type: ignore[return-value]
+
+    def delete_document(self, *, user_id: str, key: str, expected_version: int | None = None) -> None:
+        """Delete a document (if it is at ``expected_version``, when given)."""
+        from ._documents import put_document_plan
+
+        self._drive(put_document_plan(user_id, key, None, expected_version, self._clock()))
+
+    def session(self, user_id: str, session_id: str, agent_id: str | None = None, **options: Any) -> "Session":
+        """An agent session over this memory: token-budgeted window, summaries, pins, profile,
+        working memory, context assembly, patrol and traces (see :mod:`ripple.agent`)."""
+        from .agent import Session
+
+        return Session(self, user_id, session_id, agent_id=agent_id, **options)
+
 
 class AsyncMemory(_BaseMemory):
     """The async twin of :class:`Memory`: the same methods, awaited.
@@ -832,6 +880,36 @@ class AsyncMemory(_BaseMemory):
 
     async def users(self) -> list[str]:
         return await self._call_store("users")  # type: ignore[no-any-return]
+
+    # -- facts, documents and agent sessions (issue 15; see Memory) -------------------------------------
+    async def facts(self, *, user_id: str, include_history: bool = False) -> list[FactModel]:
+        from ._facts import facts_plan
+
+        return await self._drive(facts_plan(self._check_user(user_id), include_history=include_history))
+
+    async def get_document(self, *, user_id: str, key: str) -> DocumentModel | None:
+        from ._documents import get_document_plan
+
+        return await self._drive(get_document_plan(user_id, key))
+
+    async def put_document(self, *, user_id: str, key: str, value: Any,
+                           expected_version: int | None) -> DocumentModel:
+        from ._documents import put_document_plan
+
+        if value is None:
+            raise InvalidInput("a document value cannot be None (use delete_document)")
+        return await self._drive(put_document_plan(user_id, key, value, expected_version, self._clock()))  # type: ignore[return-value]
+
+    async def delete_document(self, *, user_id: str, key: str, expected_version: int | None = None) -> None:
+        from ._documents import put_document_plan
+
+        await self._drive(put_document_plan(user_id, key, None, expected_version, self._clock()))
+
+    def session(self, user_id: str, session_id: str, agent_id: str | None = None, **options: Any) -> "AsyncSession":
+        """The async twin of :meth:`Memory.session` (the session's methods are awaited)."""
+        from .agent import AsyncSession
+
+        return AsyncSession(self, user_id, session_id, agent_id=agent_id, **options)
 
 
 def _is_async_store(store: Any) -> bool:

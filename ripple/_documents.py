@@ -1,0 +1,75 @@
+"""Versioned JSON documents per user: validation and compare-and-set, as store requests.
+
+Working memory, task state and an agent's bookkeeping (pinned facts, summary
+state) must survive a restart and must not be overwritten by a writer that
+read an older version (Letta's shared blocks answer such races with HTTP 409;
+lost updates are worse).  The store does the check and the write in one
+transaction (:meth:`graphstore.GraphStore.put_document`); this module
+validates the input, encodes JSON once, and turns a refused write into a
+:class:`ripple.VersionConflict`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, Generator
+
+from .errors import InvalidInput, VersionConflict
+from .models import Document
+from .recall.pipeline import Call
+
+__all__ = ["get_document_plan", "put_document_plan", "MAX_DOCUMENT_BYTES"]
+
+MAX_DOCUMENT_BYTES = 1_000_000
+_MAX_KEY = 512
+
+
+def _check(user_id: Any, key: Any) -> None:
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise InvalidInput("user_id must be a non-empty string")
+    if not isinstance(key, str) or not key.strip() or len(key) > _MAX_KEY:
+        raise InvalidInput(f"document key must be a non-empty string of at most {_MAX_KEY} characters")
+
+
+def _document(user_id: str, key: str, version: int, value_json: str, at: float) -> Document:
+    return Document(user_id=user_id, key=key, version=version, value=json.loads(value_json),
+                    updated_at=datetime.fromtimestamp(at, tz=timezone.utc))
+
+
+def get_document_plan(user_id: str, key: str) -> Generator[Call, Any, Document | None]:
+    _check(user_id, key)
+    row = yield Call("get_document", (user_id, key))
+    return None if row is None else _document(user_id, key, *row)
+
+
+def put_document_plan(
+    user_id: str, key: str, value: Any, expected_version: int | None, now: float
+) -> Generator[Call, Any, Document | None]:
+    """Write (or with ``value=None`` delete) a document if it is at ``expected_version``.
+
+    Returns the stored document (None after a delete); raises
+    :class:`~ripple.VersionConflict` when the stored version differs.
+    """
+    _check(user_id, key)
+    if expected_version is not None and (
+        not isinstance(expected_version, int) or isinstance(expected_version, bool) or expected_version < 0
+    ):
+        raise InvalidInput("expected_version must be None or an integer >= 0 (0: the document must not exist)")
+    encoded: str | None = None
+    if value is not None:
+        try:
+            encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"document value must be JSON-serialisable: {exc}") from exc
+        if len(encoded.encode("utf-8")) > MAX_DOCUMENT_BYTES:
+            raise InvalidInput(f"document {key!r} is larger than {MAX_DOCUMENT_BYTES:,} bytes")
+    written, version = yield Call("put_document", (user_id, key, encoded), {"expected_version": expected_version,
+                                                                           "at": now})
+    if not written:
+        state = f"at version {version}" if version else "absent"
+        raise VersionConflict(
+            f"document {key!r} of user {user_id!r} is {state}, the write expected version {expected_version}"
+            " (read it again and retry)", current=version,
+        )
+    return None if encoded is None else _document(user_id, key, version, encoded, now)
