@@ -87,8 +87,8 @@ _COST_WORDS = re.compile(
     r"budget|come[s]? to|fee|invoice|bill)\b|花费|费用|报价|总共|一共|方案|计划|预计|价格|要花|成本|总价|收费|预算",
     re.IGNORECASE)
 _ALLERGY = [
-    re.compile(r"\b(?:i'?m|i am|i'?ve been|she'?s|he'?s|is|am|are)\s+(?:severely\s+|very\s+|quite\s+)?allergic to\s+"
-               r"(?P<x>[a-z][a-z \-]{1,40}?)(?=[,.;!?]|\s+and\b|\s+so\b|\s+but\b|$)", re.IGNORECASE),
+    re.compile(r"\b(?:(?:i'?m|i am|i'?ve been|she'?s|he'?s|is|am|are)\s+)?(?:severely\s+|very\s+|quite\s+)?allergic to\s+"
+               r"(?P<x>[a-z][a-z ,\-]{1,60}?)(?=[.;!?]|\s+so\b|\s+but\b|\s+which\b|$)", re.IGNORECASE),
     re.compile(r"\b(?P<x>[a-z][a-z\-]{2,30}) allergy\b", re.IGNORECASE),
     re.compile(r"\b(?:i\s+)?(?:can'?t|cannot|must not|mustn'?t|never) eat\s+(?P<x>[a-z][a-z \-]{1,30}?)(?=[,.;!?]|\s+and\b|$)",
                re.IGNORECASE),
@@ -165,6 +165,8 @@ def parse_forbidden(text: str) -> list[str]:
             raw = m.group("x")
             for part in re.split(r"\s*(?:,|、|和|\band\b|\bor\b)\s*", raw):
                 part = part.strip()
+                if part.lower().startswith(("i ", "we ", "she ", "he ")) or len(part.split()) > 3:
+                    continue  # "allergic to peanuts and I love cats": the list ended
                 if part and part.lower() not in ("it", "that", "this", "them", "something", "anything"):
                     out.append(part if re.search(r"[\u4e00-\u9fff]", part) else _singular(part))
     return list(dict.fromkeys(out))
@@ -195,7 +197,7 @@ def names(text: str) -> set[str]:
     out = set()
     for m in _NAME.finditer(text):
         words = [w for w in m.group(0).split() if w not in _STOP]
-        if words and not (m.start() == 0 and len(words) == 1 and m.group(0).split()[0] in _STOP):
+        if words:
             out.add(" ".join(words).lower())
     for m in _HAN.finditer(text):
         run = m.group(0)

@@ -125,7 +125,7 @@ class ProceduresCore:
         out: dict[str, Procedure] = {}
         for hit in res.hits:
             key = hit.memory.metadata.get("procedure")
-            if hit.memory.kind != "procedure" or key not in value or key in out or not is_relevant(hit):
+            if hit.memory.kind != "procedure" or key not in value or key in out or not is_relevant(hit, task):
                 continue
             entry = value[key]
             out[key] = Procedure(key=key, score=float(hit.score),

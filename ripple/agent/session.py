@@ -364,7 +364,7 @@ class SessionCore:
             cards = []
             if query:
                 hits = yield from self.recall_plan(query, k=self.cfg.recall_k, span=span)
-                floor = [sh for sh in hits if is_relevant(sh.hit) and sh.hit.parts.tier not in ("frozen",)]
+                floor = [sh for sh in hits if is_relevant(sh.hit, query) and sh.hit.parts.tier not in ("frozen",)]
                 span.event("recalled", hits=len(hits), past_floor=len(floor),
                            below_floor=[sh.hit.memory.id for sh in hits if sh not in floor][:16])
                 cards = [make_card(sh.hit, scope=sh.scope, card_chars=self.cfg.card_chars) for sh in floor]

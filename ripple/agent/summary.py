@@ -58,7 +58,7 @@ _CUES: dict[str, re.Pattern[str]] = {
         re.IGNORECASE),
 }
 _NUMBER = re.compile(r"\d|[一二三四五六七八九十百千万两]+\s*(万|千|百|元|块|人|个|天|周|月|号|点|岁|公斤|%)")
-_SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]?|[^.\n]+(?:\.(?!\d)|$)")
+_SENTENCE_BREAK = re.compile(r"(?<=[。！？!?；;])\s*|(?<=\.)\s+|\n+")
 _LATIN_NAME = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 _CONTENTLESS = re.compile(r"^(ok(ay)?|thanks?( you)?|sure|yes|no|好的?|嗯+|谢谢|行|可以|收到)[.!。！~～]*$", re.IGNORECASE)
 _WORDS = re.compile(r"[A-Za-z0-9]+|[\u4e00-\u9fff]")
@@ -70,12 +70,7 @@ _STOP_NAMES = frozenset("I The A An And But So We You He She It They This That W
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of a Chinese or English text (decimal points and 60.5k stay inside)."""
-    out = []
-    for m in _SENTENCE.finditer(text):
-        s = m.group(0).strip()
-        if s:
-            out.append(s)
-    return out
+    return [s.strip() for s in _SENTENCE_BREAK.split(text) if s and s.strip()]
 
 
 def _words(text: str) -> set[str]:
@@ -85,6 +80,10 @@ def _words(text: str) -> set[str]:
 def _similar(a: str, b: str) -> float:
     wa, wb = _words(a), _words(b)
     return len(wa & wb) / max(1, len(wa | wb))
+
+
+def _digits(text: str) -> list[str]:
+    return re.findall(r"\d+(?:[.,]\d+)?", text)
 
 
 def _topic(sentence: str) -> frozenset[str]:
@@ -229,7 +228,7 @@ def _merge(items: list[SummaryItem], new: SummaryItem) -> list[SummaryItem]:
                 continue
             out.append(old)
             continue
-        if _similar(old.text, new.text) >= 0.8:
+        if _similar(old.text, new.text) >= 0.8 and _digits(old.text) == _digits(new.text):
             new = SummaryItem(new.section, new.text, tuple(dict.fromkeys(old.seqs + new.seqs)), new.role)
             continue
         if new.section == "numbers":
