@@ -60,7 +60,7 @@ def facts_plan(user_id: str, *, include_history: bool = False) -> Generator[Call
         if rec is None or rec.status not in wanted or rec.status == INVALIDATED:
             continue
         out.append(Fact(
-            subject=SELF_KEY, predicate=e.predicate, value=names.get(e.dst, e.dst), memory_id=rec.id, text=rec.text,
+            subject=SELF_KEY, predicate=e.predicate, value=names.get(e.dst, e.dst).strip().rstrip(".。,，;；!！"), memory_id=rec.id, text=rec.text,
             confidence=rec.confidence, valid_from=_dt(rec.at), valid_to=_dt(rec.valid_to),  # type: ignore[arg-type]
             status=rec.status, session_id=rec.session_id,  # type: ignore[arg-type]
         ))
