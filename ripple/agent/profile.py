@@ -59,6 +59,9 @@ def slot_of(predicate: str) -> str:
     for slot, preds in SLOTS.items():
         if predicate in preds or any(predicate.startswith(p + "_") for p in preds):
             return slot
+    for p in SLOTS["constraints"]:  # "offsite_budget", "project_deadline"
+        if predicate.endswith("_" + p):
+            return "constraints"
     return "other"
 
 

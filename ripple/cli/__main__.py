@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("ripple.cli.cmd_import", "load a JSONL export into the store"),
     "bench": ("ripple.cli.cmd_bench", "run the benchmark harness (python -m benchmarks)"),
     "cypher": ("ripple.cli.cmd_cypher", "run a Cypher query against the Neo4j store"),
+    "chat": ("ripple.cli.cmd_chat", "a session on stdin: watch the window, budget, alerts and recall work"),
+    "trace": ("ripple.cli.cmd_trace", "the timeline of traces saved by ripple chat --trace-out"),
 }
 
 
