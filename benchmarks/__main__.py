@@ -10,6 +10,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("benchmarks.run", "index datasets with methods and store raw per-query results as JSONL"),
     "report": ("benchmarks.report", "compute metrics from stored results; write summary.md/json and plots"),
+    "agent": ("benchmarks.agent", "agent layer: token estimate, add and context latency, patrol precision"),
 }
 
 

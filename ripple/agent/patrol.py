@@ -76,7 +76,8 @@ class PatrolResult(BaseModel):
 _AMOUNT = re.compile(
     r"(?:[$€£¥￥]\s?)?\d[\d,]*(?:\.\d+)?\s?(?:k|K|m|M|thousand|million|grand|万|千)?(?:\s?(?:usd|USD|cny|CNY|rmb|RMB|"
     r"eur|EUR|dollars?|yuan|元|块钱?|美元|欧元))?(?![\w])"
-    r"|[零一二两三四五六七八九十百千]+万[零一二两三四五六七八九十百千]*(?:元|块钱?|美元)?"
+    r"|[零一二两三四五六七八九十百千]*[一二两三四五六七八九十][零一二两三四五六七八九十百千]*[万千百][零一二两三四五六七八九十百千]*"
+    r"(?:元|块钱?|美元)?"
 )
 _LIMIT_WORDS = re.compile(
     r"\b(budget|cap(ped)?|limit|max(imum)?|at most|no more than|not more than|under|below|within|ceiling|"
@@ -266,7 +267,7 @@ def score_candidates(turn: str, evidence: Sequence[Evidence], *, now: float, lan
     if forbidden and not parse_forbidden(turn):
         turn_names = names(turn)
         about = [e for e in usable if not parse_forbidden(e.text) and turn_names
-                 and any(n in e.text.lower() for n in turn_names if len(n) >= 3)]
+                 and any(n in e.text.lower() for n in turn_names if len(n) >= 3 or _HAN.fullmatch(n))]
         for item, source in forbidden:
             if mentions_item(turn, item):
                 score = 0.85 + (0.1 if source.source in ("pin", "profile") else 0.05)
@@ -304,7 +305,8 @@ def score_candidates(turn: str, evidence: Sequence[Evidence], *, now: float, lan
         for tid, text in [*open_todos, *todos]:
             shared = {n for n in turn_names if len(n) >= 2 and n in text.lower()}
             if shared:
-                strong = any(" " in n or n[:1].isalpha() and len(n) >= 4 for n in shared)
+                # a multi-word or long Latin name, or a Chinese word (proper names there are 2-3 characters)
+                strong = any(" " in n or _HAN.fullmatch(n) or n[:1].isalpha() and len(n) >= 4 for n in shared)
                 score = 0.7 + (0.15 if strong else 0.05) + 0.05 * min(2, len(shared) - 1)
                 out.append(Candidate("todo", round(min(1.0, score), 3), (tid,), f"todo:{tid}",
                                      f"还有一件待办与此相关：{text[:60]}" if zh else f"Open task about this: {text[:80]}",
@@ -376,7 +378,9 @@ def patrol_plan(s: "SessionCore", turn: str, *, seq: int, current_ids: Sequence[
                     m = h.memory
                     if m.id in evidence or m.kind in ("summary", "procedure"):
                         continue
-                    evidence[m.id] = Evidence(m.id, _plain(m.text), _ts(m.last_seen or m.at), m.mentions,
+                    # (a repeat merged into one memory keeps the first time it was said in `at`: all its
+                    # mentions are at or after it, so that is the time the repeat window can trust)
+                    evidence[m.id] = Evidence(m.id, _plain(m.text), _ts(m.at), m.mentions,
                                               h.parts.tier, h.parts.dense, "memory", current=m.id in current_ids,
                                               said_by_agent=m.text.startswith("assistant: "))
         for pin in (yield from s.pins_core.list()):
