@@ -135,6 +135,8 @@ def bench_add(args: argparse.Namespace) -> dict[str, Any]:
                 s.add("user" if i % 2 == 0 else "assistant", t)
                 lat.append((time.perf_counter() - t0) * 1000)
             t0 = time.perf_counter()
+            store_ms = [sum(c.duration_ms for c in sp.children if c.name == "store.add")
+                        for sp in s.tracer.traces("session.add")]
             failed = s.flush()
             drain = (time.perf_counter() - t0) * 1000
             jobs = [j for j in s.jobs.all() if j.kind == "summary"]
@@ -145,10 +147,13 @@ def bench_add(args: argparse.Namespace) -> dict[str, Any]:
     out = {"turns": len(lat), "add_p50": _pct(lat, .5), "add_p95": _pct(lat, .95), "add_max": max(lat),
            "plain_p50": _pct(plain, .5), "plain_p95": _pct(plain, .95), "summary_jobs": len(jobs),
            "summary_job_p50": _pct(job_ms, .5) if job_ms else 0.0, "summary_job_total": sum(job_ms),
-           "flush_wait_ms": drain, "failed_jobs": len(failed)}
-    print("| turns | session.add p50 / p95 / max | plain mem.add p50 / p95 | summary jobs | job p50 | jobs total | flush wait |")
-    print("|---|---|---|---|---|---|---|")
+           "flush_wait_ms": drain, "failed_jobs": len(failed), "store_add_p50": _pct(store_ms, .5),
+           "store_add_p95": _pct(store_ms, .95)}
+    print("| turns | session.add p50 / p95 / max | of which mem.add p50 / p95 | plain mem.add p50 / p95 | summary jobs |"
+          " job p50 | jobs total | flush wait |")
+    print("|---|---|---|---|---|---|---|---|")
     print(f"| {out['turns']} | {out['add_p50']:.1f} / {out['add_p95']:.1f} / {out['add_max']:.1f} ms |"
+          f" {out['store_add_p50']:.1f} / {out['store_add_p95']:.1f} ms |"
           f" {out['plain_p50']:.1f} / {out['plain_p95']:.1f} ms | {out['summary_jobs']} |"
           f" {out['summary_job_p50']:.1f} ms | {out['summary_job_total']:.0f} ms | {out['flush_wait_ms']:.0f} ms |")
     return out

@@ -72,7 +72,8 @@ class JobList:
             return sorted([*self._recent, *(j for j in self.failed if j.id not in seen)], key=lambda j: j.id)
 
     def pending(self) -> list[Job]:
-        return [j for j in self.all() if j.status in ("pending", "running")]
+        with self._lock:
+            return [j for j in self._recent if j.status in ("pending", "running")]
 
 
 class ThreadWorker:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from .plan import Plan, Req
+from .text import HAN_WORD, chinese_names, latin_names
 
 if TYPE_CHECKING:
     from .session import SessionCore
@@ -105,11 +106,6 @@ _TODO = re.compile(
     r"follow up (on|with))\b|记得|别忘了|提醒我|要去|得去|待办|需要|回头",
     re.IGNORECASE)
 _DONE = re.compile(r"\b(done|finished|completed|sent|already did)\b|已经|完成了|搞定|做完了|发了", re.IGNORECASE)
-_NAME = re.compile(r"\b[A-Z][a-zA-Z0-9]+(?:\s+[A-Z][a-zA-Z0-9]+)*\b")
-_HAN = re.compile(r"[\u4e00-\u9fff]{2,}")
-_STOP = frozenset("I The A An And But So We You He She It They This That What When Where Why How Is Are Do Does Did "
-                  "Can Could Should Will Would Let Lets Let's Please My Our Your Hi Hey Ok Okay Thanks Yes No Also "
-                  "Monday Tuesday Wednesday Thursday Friday Saturday Sunday Remember Remind Don't".split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,18 +190,8 @@ def is_question(text: str) -> bool:
 
 
 def names(text: str) -> set[str]:
-    """Proper names a turn mentions (capitalised Latin words not opening it; Chinese words of 2+ characters)."""
-    out = set()
-    for m in _NAME.finditer(text):
-        words = [w for w in m.group(0).split() if w not in _STOP]
-        if words:
-            out.add(" ".join(words).lower())
-    for m in _HAN.finditer(text):
-        run = m.group(0)
-        from extractors.text import lexical_tokens
-
-        out.update(w for w in lexical_tokens(run) if len(w) >= 2)
-    return out
+    """Names a turn mentions, lower-cased: capitalised Latin words and Chinese words of 2+ characters."""
+    return {n.lower() for n in latin_names(text)} | set(chinese_names(text, proper_only=False))
 
 
 # -- scoring (pure) ------------------------------------------------------------------------------------
@@ -267,7 +253,7 @@ def score_candidates(turn: str, evidence: Sequence[Evidence], *, now: float, lan
     if forbidden and not parse_forbidden(turn):
         turn_names = names(turn)
         about = [e for e in usable if not parse_forbidden(e.text) and turn_names
-                 and any(n in e.text.lower() for n in turn_names if len(n) >= 3 or _HAN.fullmatch(n))]
+                 and any(n in e.text.lower() for n in turn_names if len(n) >= 3 or HAN_WORD.fullmatch(n))]
         for item, source in forbidden:
             if mentions_item(turn, item):
                 score = 0.85 + (0.1 if source.source in ("pin", "profile") else 0.05)
@@ -306,7 +292,7 @@ def score_candidates(turn: str, evidence: Sequence[Evidence], *, now: float, lan
             shared = {n for n in turn_names if len(n) >= 2 and n in text.lower()}
             if shared:
                 # a multi-word or long Latin name, or a Chinese word (proper names there are 2-3 characters)
-                strong = any(" " in n or _HAN.fullmatch(n) or n[:1].isalpha() and len(n) >= 4 for n in shared)
+                strong = any(" " in n or HAN_WORD.fullmatch(n) or n[:1].isalpha() and len(n) >= 4 for n in shared)
                 score = 0.7 + (0.15 if strong else 0.05) + 0.05 * min(2, len(shared) - 1)
                 out.append(Candidate("todo", round(min(1.0, score), 3), (tid,), f"todo:{tid}",
                                      f"还有一件待办与此相关：{text[:60]}" if zh else f"Open task about this: {text[:80]}",

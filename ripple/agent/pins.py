@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import InvalidInput, LimitExceeded, NotFound, VersionConflict
-from .plan import Plan, Req
+from ..errors import InvalidInput, LimitExceeded, NotFound
+from .plan import Plan, Req, update_document
 from .scopes import Role
 
 if TYPE_CHECKING:
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["Pin", "PinsCore", "PINS_KEY"]
 
 PINS_KEY = "agent:pins"
-_RETRIES = 8
 
 
 class Pin(BaseModel):
@@ -61,9 +60,10 @@ class PinsCore:
             return 0, {"pins": [], "pending": []}
         return doc.version, dict(doc.value)
 
-    def _write(self, version: int, value: dict[str, Any]) -> Plan[Any]:
-        return (yield Req("put_document", (), {"user_id": self._s.access.user_id, "key": PINS_KEY, "value": value,
-                                                "expected_version": version}))
+    def _update(self, mutate: Any, span: Any = None) -> Plan[Any]:
+        retry = (lambda: span.event("retry", reason="the pin list changed meanwhile")) if span is not None else None
+        return (yield from update_document(self._s.access.user_id, PINS_KEY, mutate,
+                                           default={"pins": [], "pending": []}, on_retry=retry))
 
     def list(self) -> Plan[list[Pin]]:
         """The active pins, oldest first."""
@@ -93,25 +93,21 @@ class PinsCore:
                    "written_by": s.access.agent_id, "at": time.time(), "tokens": tokens,
                    "status": "active" if curator else "pending"}
             if curator:
-                version, value = yield from self._doc()
+                _, value = yield from self._doc()
                 self._check_caps(value, tokens, cap_tokens, cap_count)
                 stored = yield Req("add", (pin["text"],), s.write_kwargs("user", kind=None, extra={"pinned_by": by}))
                 if stored:
                     pin["memory_id"] = stored[0].id
                     yield Req("pin", (stored[0].id,))
-            for _ in range(_RETRIES):
-                version, value = yield from self._doc()
+            field = "pins" if curator else "pending"
+
+            def put(value: dict[str, Any]) -> tuple[dict[str, Any], None]:
                 if curator:
                     self._check_caps(value, tokens, cap_tokens, cap_count)
-                field = "pins" if curator else "pending"
                 value[field] = [*value.get(field, []), pin]
-                try:
-                    yield from self._write(version, value)
-                    break
-                except VersionConflict:
-                    span.event("retry", reason="the pin list changed meanwhile")
-            else:
-                raise VersionConflict("the pin list kept changing; try again")
+                return value, None
+
+            yield from self._update(put, span)
             span.set(status=pin["status"], tokens=tokens, pin_id=pin["id"])
             s.tracer.done(span)
             return Pin(**pin)
@@ -133,45 +129,43 @@ class PinsCore:
 
     def remove(self, pin_id: str) -> Plan[Pin]:
         """Unpin (the memory stays, unpinned)."""
-        s = self._s
-        s.access.require("user", Role.CURATOR, "unpinning a fact")
-        for _ in range(_RETRIES):
-            version, value = yield from self._doc()
+        self._s.access.require("user", Role.CURATOR, "unpinning a fact")
+
+        def drop(value: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             found = [p for p in value.get("pins", []) if p["id"] == pin_id]
             if not found:
                 raise NotFound(f"no pin {pin_id!r}")
             value["pins"] = [p for p in value["pins"] if p["id"] != pin_id]
-            try:
-                yield from self._write(version, value)
-            except VersionConflict:
-                continue
-            if found[0].get("memory_id"):
-                yield Req("pin", (found[0]["memory_id"],), {"pinned": False})
-            return Pin(**found[0])
-        raise VersionConflict("the pin list kept changing; try again")
+            return value, found[0]
+
+        pin = yield from self._update(drop)
+        if pin.get("memory_id"):
+            yield Req("pin", (pin["memory_id"],), {"pinned": False})
+        return Pin(**pin)
 
     def accept(self, pin_id: str) -> Plan[Pin]:
         """A curator accepts a pending pin (the caps apply now)."""
         s = self._s
         s.access.require("user", Role.CURATOR, "accepting a pending pin")
-        for _ in range(_RETRIES):
-            version, value = yield from self._doc()
-            found = [p for p in value.get("pending", []) if p["id"] == pin_id]
-            if not found:
+        _, value = yield from self._doc()
+        found = [p for p in value.get("pending", []) if p["id"] == pin_id]
+        if not found:
+            raise NotFound(f"no pending pin {pin_id!r}")
+        pin = {**found[0], "status": "active"}
+        self._check_caps(value, int(pin["tokens"]), s.cfg.cap("pins"), s.cfg.max_pins)
+        stored = yield Req("add", (pin["text"],), s.write_kwargs("user", kind=None, extra={
+            "pinned_by": pin["by"], "proposed_by": pin["written_by"]}))
+        if stored:
+            pin["memory_id"] = stored[0].id
+            yield Req("pin", (stored[0].id,))
+
+        def move(value: dict[str, Any]) -> tuple[dict[str, Any], None]:
+            if not any(p["id"] == pin_id for p in value.get("pending", [])):
                 raise NotFound(f"no pending pin {pin_id!r}")
-            pin = {**found[0], "status": "active"}
             self._check_caps(value, int(pin["tokens"]), s.cfg.cap("pins"), s.cfg.max_pins)
-            if pin.get("memory_id") is None:
-                stored = yield Req("add", (pin["text"],), s.write_kwargs("user", kind=None, extra={
-                    "pinned_by": pin["by"], "proposed_by": pin["written_by"]}))
-                if stored:
-                    pin["memory_id"] = stored[0].id
-                    yield Req("pin", (stored[0].id,))
             value["pending"] = [p for p in value["pending"] if p["id"] != pin_id]
             value["pins"] = [*value.get("pins", []), pin]
-            try:
-                yield from self._write(version, value)
-                return Pin(**pin)
-            except VersionConflict:
-                continue
-        raise VersionConflict("the pin list kept changing; try again")
+            return value, None
+
+        yield from self._update(move)
+        return Pin(**pin)

@@ -19,7 +19,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, TypeVar
 
-__all__ = ["Req", "Plan", "drive", "adrive", "Bound"]
+__all__ = ["Req", "Plan", "drive", "adrive", "Bound", "update_document"]
 
 T = TypeVar("T")
 
@@ -94,3 +94,28 @@ class Bound:
     def __repr__(self) -> str:
         return f"Bound({self._core!r})"
 
+
+
+def update_document(user_id: str, key: str, mutate: Callable[[Any], tuple[Any, T]], *, default: Any,
+                    retries: int = 16, on_retry: Callable[[], None] | None = None) -> Plan[T]:
+    """Read-modify-write a document with compare-and-set: ``mutate(value) -> (new value, result)``.
+
+    ``mutate`` gets a copy of the stored value (``default`` when there is none) and may raise to
+    refuse (nothing is written).  When another writer got in first, it runs again on the new value.
+    """
+    import copy
+
+    from ..errors import VersionConflict
+
+    for _ in range(retries):
+        doc = yield Req("get_document", (), {"user_id": user_id, "key": key})
+        value = copy.deepcopy(default if doc is None else doc.value)
+        new, result = mutate(value)
+        try:
+            yield Req("put_document", (), {"user_id": user_id, "key": key, "value": new,
+                                           "expected_version": 0 if doc is None else doc.version})
+            return result
+        except VersionConflict:
+            if on_retry is not None:
+                on_retry()
+    raise VersionConflict(f"document {key!r} kept changing under {retries} attempts; try again")

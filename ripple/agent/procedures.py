@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import InvalidInput, UnknownUser, VersionConflict
-from .plan import Plan, Req
+from ..errors import InvalidInput, UnknownUser
+from .plan import Plan, Req, update_document
 from .relevance import is_relevant
 from .scopes import Role
 
@@ -89,21 +89,17 @@ class ProceduresCore:
             yield Req("add", (text,), {"user_id": self._partition(), "agent_id": s.access.agent_id, "kind": "procedure",
                                        "metadata": {"written_by": s.access.agent_id, "procedure": key,
                                                     "outcome": outcome, "user": s.access.user_id}})
-            for _ in range(16):
-                version, value = yield from self._doc()
+
+            def tally(value: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
                 entry = dict(value.get(key) or {"task": task.strip(), "steps": steps, "successes": 0, "failures": 0})
                 entry["successes" if outcome == "success" else "failures"] += 1
-                entry["last_outcome"] = outcome
-                entry["updated"] = time.time()
+                entry["last_outcome"], entry["updated"] = outcome, time.time()
                 if outcome == "failure":
                     entry["last_failure"] = error or "failed"
                 value[key] = entry
-                try:
-                    yield Req("put_document", (), {"user_id": self._partition(), "key": PROCEDURES_KEY, "value": value,
-                                                   "expected_version": version})
-                    break
-                except VersionConflict:
-                    continue
+                return value, entry
+
+            entry = yield from update_document(self._partition(), PROCEDURES_KEY, tally, default={})
             proc = Procedure(key=key, **{k: v for k, v in entry.items() if k in Procedure.model_fields})
             span.set(successes=proc.successes, failures=proc.failures)
             s.tracer.done(span)

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import VersionConflict
-from .plan import Plan, Req
+from .plan import Plan, Req, update_document
 from .scopes import Role
 
 if TYPE_CHECKING:
@@ -162,17 +161,13 @@ class ProfileCore:
         span = s.tracer.start("profile.commit")
         try:
             facts = yield from self._facts()
-            for _ in range(8):
-                version, slots = yield from self._committed()
-                merged, changed = merge_facts(slots, facts)
-                if not changed and version:
-                    break
-                try:
-                    yield Req("put_document", (), {"user_id": s.access.user_id, "key": PROFILE_KEY,
-                                                   "value": {"slots": merged}, "expected_version": version})
-                    break
-                except VersionConflict:
-                    span.event("retry", reason="the profile changed meanwhile")
+
+            def merge(value: dict[str, Any]) -> tuple[dict[str, Any], int]:
+                merged, n = merge_facts(dict(value.get("slots", {})), facts)
+                return {"slots": merged}, n
+
+            changed = yield from update_document(s.access.user_id, PROFILE_KEY, merge, default={"slots": {}},
+                                                 on_retry=lambda: span.event("retry", reason="the profile changed"))
             span.set(changes=changed, facts=len(facts))
             s.tracer.done(span)
             return changed

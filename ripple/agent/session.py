@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["SessionCore", "Session", "AsyncSession", "AddResult", "ScopedHit"]
 
 _SESSION_KEY = "agent:session:{sid}"
+_PERSIST_EVERY = 8  # turns between saves of the session state when nothing is evicted
 _CJK = __import__("re").compile(r"[\u4e00-\u9fff]")
 
 
@@ -235,7 +236,9 @@ class SessionCore:
                 change = self.window.admit(turn)
                 if change.evicted:
                     self._unsummarised.extend(change.evicted)
-                self._persist_pending = True
+                # the window's state is saved with every summary, at close, and every few turns between
+                # (a crash loses at most those few from the resumed window; they are in the graph anyway)
+                self._persist_pending = self._persist_pending or turn.seq % _PERSIST_EVERY == 0
             span.set(seq=turn.seq, tokens=self.calibration.apply(turn.tokens), window=change.tokens_after,
                      budget=self.window.budget)
             if change.evicted:
@@ -299,7 +302,7 @@ class SessionCore:
         with self._lock:
             waiting = len(self._unsummarised)
             persist = self._persist_pending
-        if waiting and not any(j.kind == "summary" and j.status == "pending" for j in self.jobs.pending()):
+        if waiting and not any(j.kind == "summary" for j in self.jobs.pending()):  # (pending or running)
             out.append((self.jobs.new("summary", turns=waiting), self._summary_plan))
         elif persist and not any(j.kind in ("persist", "summary") and j.status == "pending" for j in self.jobs.pending()):
             out.append((self.jobs.new("persist"), self._persist_plan))
@@ -424,6 +427,34 @@ class SessionCore:
         """The last ``last`` traces as a readable timeline."""
         return timeline(self.tracer.traces()[-last:])
 
+    # -- components, bound to the session's driver (``_run`` and ``_schedule`` are the driver's) ------------
+    _run: Callable[[Plan[Any]], Any]
+
+    def _schedule(self) -> None:  # pragma: no cover - each driver defines it
+        raise NotImplementedError
+
+    def calibrate(self, reported_prompt_tokens: int, *, estimated: int | None = None) -> float:
+        """Correct token counts from what the provider reported for the last context; returns the factor
+        (the window evicts at once if it no longer fits)."""
+        factor = self._calibrate(reported_prompt_tokens, estimated)
+        self._schedule()
+        return factor
+
+    @property
+    def pins(self) -> Any:
+        """Pinned facts: ``add(text, by=)``, ``list()``, ``remove(id)``, ``pending()``, ``accept(id)``."""
+        return Bound(self.pins_core, self._run)
+
+    @property
+    def profile(self) -> Any:
+        """The user's profile: ``view()``, ``render(max_tokens)``, ``commit()``."""
+        return Bound(self.profile_core, self._run)
+
+    def working(self, task: str, model: type[BaseModel] | None = None, *, activate: bool = True) -> Any:
+        """Working memory of ``task``: ``note``, ``notes``, ``state``, ``save``, ``check_step``, ``promote``,
+        ``clear`` (with ``activate``, the task's state goes into every context)."""
+        return Bound(self._working(task, model, activate), self._run)
+
     def _working(self, task: str, model: type[BaseModel] | None, activate: bool) -> WorkingCore:
         core = WorkingCore(self, task, model or TaskState)
         if activate:
@@ -489,26 +520,6 @@ class Session(SessionCore):
         """Record how a task was done (in this agent's own scope) and whether it worked."""
         return self._run(self.procedures_core.record(task, steps, outcome, error=error))  # type: ignore[no-any-return]
 
-    def calibrate(self, reported_prompt_tokens: int, *, estimated: int | None = None) -> float:
-        """Correct token counts from what the provider reported for the last context; returns the factor."""
-        factor = self._calibrate(reported_prompt_tokens, estimated)
-        self._schedule()
-        return factor
-
-    @property
-    def pins(self) -> Any:
-        """Pinned facts: ``add(text, by=)``, ``list()``, ``remove(id)``, ``pending()``, ``accept(id)``."""
-        return Bound(self.pins_core, self._run)
-
-    @property
-    def profile(self) -> Any:
-        """The user's profile: ``view()``, ``render(max_tokens)``, ``commit()``."""
-        return Bound(self.profile_core, self._run)
-
-    def working(self, task: str, model: type[BaseModel] | None = None, *, activate: bool = True) -> Any:
-        """Working memory of ``task``: ``note``, ``notes``, ``state``, ``save``, ``check_step``, ``promote``."""
-        return Bound(self._working(task, model, activate), self._run)
-
     def flush(self) -> list[Job]:
         """Wait for the background jobs; returns the failed ones (also on ``jobs.failed`` and in the traces)."""
         self._schedule()
@@ -570,22 +581,6 @@ class AsyncSession(SessionCore):
     async def record_procedure(self, task: str, steps: Sequence[str], outcome: str, *,
                                error: str | None = None) -> Procedure:
         return await self._run(self.procedures_core.record(task, steps, outcome, error=error))  # type: ignore[no-any-return]
-
-    def calibrate(self, reported_prompt_tokens: int, *, estimated: int | None = None) -> float:
-        factor = self._calibrate(reported_prompt_tokens, estimated)
-        self._schedule()
-        return factor
-
-    @property
-    def pins(self) -> Any:
-        return Bound(self.pins_core, self._run)
-
-    @property
-    def profile(self) -> Any:
-        return Bound(self.profile_core, self._run)
-
-    def working(self, task: str, model: type[BaseModel] | None = None, *, activate: bool = True) -> Any:
-        return Bound(self._working(task, model, activate), self._run)
 
     async def flush(self) -> list[Job]:
         self._schedule()

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
+from .text import chinese_names, latin_names
 from .window import Turn
 
 __all__ = ["SummaryItem", "SummaryState", "Summariser", "ExtractiveSummariser", "LLMSummariser", "split_sentences",
@@ -59,13 +60,9 @@ _CUES: dict[str, re.Pattern[str]] = {
 }
 _NUMBER = re.compile(r"\d|[一二三四五六七八九十百千万两]+\s*(万|千|百|元|块|人|个|天|周|月|号|点|岁|公斤|%)")
 _SENTENCE_BREAK = re.compile(r"(?<=[。！？!?；;])\s*|(?<=\.)\s+|\n+")
-_LATIN_NAME = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 _CONTENTLESS = re.compile(r"^(ok(ay)?|thanks?( you)?|sure|yes|no|好的?|嗯+|谢谢|行|可以|收到)[.!。！~～]*$", re.IGNORECASE)
 _WORDS = re.compile(r"[A-Za-z0-9]+|[\u4e00-\u9fff]")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-_STOP_NAMES = frozenset("I The A An And But So We You He She It They This That What When Where Why How Yes No Ok "
-                        "Okay Hi Hey Thanks Sure Let Please My Our Your Can Could Would Should Will Do Did Is Are "
-                        "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split())
 
 
 def split_sentences(text: str) -> list[str]:
@@ -241,22 +238,16 @@ def _merge(items: list[SummaryItem], new: SummaryItem) -> list[SummaryItem]:
 
 
 def _entities(text: str) -> list[str]:
-    """Names in a text: capitalised Latin words not opening a sentence, and Chinese proper nouns (jieba)."""
-    out: list[str] = []
-    for m in _LATIN_NAME.finditer(text):
-        name = m.group(1)
-        start = m.start(1)
-        before = text[:start].rstrip()
-        if name in _STOP_NAMES or (not before or before[-1] in ".!?。！？:：") and " " not in name:
+    """Names in a text: capitalised Latin names (a lone word opening a sentence is not taken) and Chinese
+    proper nouns."""
+    out = []
+    for name in latin_names(text):
+        at = text.find(name)
+        before = text[:at].rstrip()
+        if " " not in name and (not before or before[-1] in ".!?。！？:："):
             continue
         out.append(name)
-    if _CJK.search(text):
-        import jieba.posseg as pseg
-
-        for w in pseg.cut(text):
-            if w.flag in ("nr", "ns", "nt", "nz") and len(w.word) >= 2:
-                out.append(w.word)
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys([*out, *chinese_names(text, proper_only=True)]))
 
 
 class LLMSummariser:

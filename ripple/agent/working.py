@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InvalidInput, NotFound, StepMismatch, VersionConflict
-from .plan import Plan, Req
+from .plan import Plan, Req, update_document
 
 if TYPE_CHECKING:
     from .session import SessionCore
@@ -137,38 +137,33 @@ class WorkingCore:
             raise InvalidInput("a note needs a non-empty text")
         note = Note(id="note_" + uuid.uuid4().hex[:10], text=text.strip(), at=time.time(),
                     written_by=self._s.access.agent_id)
-        for _ in range(16):
-            doc = yield from self._get(self.notes_key)
-            notes = [] if doc is None else list(doc.value.get("notes", []))
-            try:
-                yield from self._put(self.notes_key, {"notes": [*notes, note.model_dump()]},
-                                     0 if doc is None else doc.version)
-                return note
-            except VersionConflict:
-                continue
-        raise VersionConflict("the scratchpad kept changing; try again")
+
+        def append(value: dict[str, Any]) -> tuple[dict[str, Any], Note]:
+            value["notes"] = [*value.get("notes", []), note.model_dump()]
+            return value, note
+
+        return (yield from update_document(self._s.access.user_id, self.notes_key, append, default={"notes": []}))
 
     def promote(self, note_id: str, *, scope: str = "user") -> Plan[Note]:
         """Turn a note into a long-term memory (in ``scope``); the note records the memory id."""
-        for _ in range(16):
-            doc = yield from self._get(self.notes_key)
-            notes = [] if doc is None else list(doc.value.get("notes", []))
-            found = [n for n in notes if n["id"] == note_id]
-            if not found:
+        found = [n for n in (yield from self.notes()) if n.id == note_id]
+        if not found:
+            raise NotFound(f"no note {note_id!r} in task {self.task!r}")
+        if found[0].promoted_to:
+            return found[0]
+        stored = yield from self._s.remember_plan(found[0].text, scope=scope, kind=None,
+                                                  extra={"from_note": note_id, "task": self.task})
+        memory_id = stored[0].id if stored else None
+
+        def mark(value: dict[str, Any]) -> tuple[dict[str, Any], Note]:
+            notes = [n for n in value.get("notes", []) if n["id"] == note_id]
+            if not notes:
                 raise NotFound(f"no note {note_id!r} in task {self.task!r}")
-            memory_id = found[0].get("promoted_to")
-            if memory_id is None:
-                stored = yield from self._s.remember_plan(found[0]["text"], scope=scope, kind=None,
-                                                          extra={"from_note": note_id, "task": self.task})
-                memory_id = stored[0].id if stored else None
-            updated = {**found[0], "promoted_to": memory_id}
-            try:
-                yield from self._put(self.notes_key, {"notes": [updated if n["id"] == note_id else n for n in notes]},
-                                     doc.version)
-                return Note(**updated)
-            except VersionConflict:
-                continue
-        raise VersionConflict("the scratchpad kept changing; try again")
+            updated = {**notes[0], "promoted_to": memory_id}
+            value["notes"] = [updated if n["id"] == note_id else n for n in value["notes"]]
+            return value, Note(**updated)
+
+        return (yield from update_document(self._s.access.user_id, self.notes_key, mark, default={"notes": []}))
 
     def lines(self) -> Plan[list[str]]:
         """What a context shows: goal, step, open todos, then the latest notes."""
