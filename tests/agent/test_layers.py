@@ -237,3 +237,33 @@ def test_an_unrelated_question_injects_no_cards(store_mem: Any, lang: str, unrel
     assert event[2]["hits"] > 0 and event[2]["past_floor"] == 0
     cards = s.context(related).cards
     assert cards and ("roadmap" in cards[0].text or "路线图" in cards[0].text)
+
+
+# -- the async session: the same plans, awaited ---------------------------------------------------------------
+def test_async_session(store_kind: str, tmp_path: Path, embedder: Any, extractor: Any) -> None:
+    async def main() -> None:
+        async with open_memory(store_kind, tmp_path, embedder, extractor, asynchronous=True) as mem:
+            s = mem.session("u1", "s1", agent_id="planner", context_window=1000)
+            await s.add("user", "Our offsite budget is capped at 60k.")
+            pin = await s.pins.add("The user is allergic to peanuts.")
+            assert [p.id for p in await s.pins.list()] == [pin.id]
+            for i in range(30):
+                await s.add("user", f"Small talk about lunch option {i}.")
+                assert s.window.tokens <= s.window.budget
+            assert await s.flush() == [] and s.window.turns[0].seq > 1 and "60k" in s.summary_text
+            await s.add("user", "The plan costs 80k in total.")
+            alert = (await s.patrol()).alert
+            assert alert is not None and alert.kind == "conflict"
+            ctx = await s.context()
+            assert "allergic to peanuts" in ctx.messages[0]["content"] and ctx.tokens <= s.cfg.budget
+            wm = s.working("offsite")
+            got = await wm.state()
+            await wm.save(got.state.model_copy(update={"step": 1}), expected_version=got.version)
+            with pytest.raises(VersionConflict):
+                await wm.save(got.state.model_copy(update={"step": 2}), expected_version=got.version)
+            hits = await s.recall("What is the budget cap?")
+            assert any("60k" in h.hit.memory.text for h in hits)
+            await s.close()
+            assert s.tracer.last("job.summary") is not None
+
+    asyncio.run(main())
