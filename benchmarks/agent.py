@@ -8,6 +8,8 @@
   ``mem.add`` of the same texts; and how long the summary jobs ran meanwhile.
 * ``context``: ``session.context(query)`` latency (p50/p95) over a user with 10k memories
   (query encoding included), embedded store.
+* ``floor``: on LoCoMo dev, the share of top-8 recall hits, and of gold evidence turns among them,
+  that pass the relevance floor of context cards (:func:`ripple.agent.relevance.is_relevant`).
 * ``patrol``: precision and recall of shown alerts on the labelled set ``data/agent/patrol/``,
   per split (tune / held-out) and language.
 
@@ -30,7 +32,7 @@ OUT = ROOT / "results" / "agent"
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("bench", choices=["tokens", "add", "context", "patrol"])
+    p.add_argument("bench", choices=["tokens", "add", "context", "patrol", "floor"])
     p.add_argument("--turns", type=int, default=300, help="add: turns to add (default 300)")
     p.add_argument("--memories", type=int, default=10_000, help="context: memories of the user (default 10k)")
     p.add_argument("--queries", type=int, default=100, help="context: queries timed (default 100)")
@@ -274,8 +276,41 @@ def bench_patrol(args: argparse.Namespace) -> dict[str, Any]:
     return {"rows": rows, "results": results}
 
 
+def bench_floor(args: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.datasets import load_locomo
+    from ripple.agent.relevance import is_relevant
+
+    ds = load_locomo(DATA / "locomo" / "locomo-dev.json")
+    users = sorted({d.user_id for d in ds.docs})[:2]
+    with tempfile.TemporaryDirectory() as tmp:
+        mem = _memory(args, tmp)
+        try:
+            ids: dict[str, str] = {}
+            for d in (d for d in ds.docs if d.user_id in users):
+                stored = mem.add(d.text, user_id=d.user_id, session_id=d.session_id, at=d.at)
+                if stored:
+                    ids[stored[0].id] = d.id
+            hits = passed = gold = gold_passed = queries = 0
+            for q in (q for q in ds.queries if q.user_id in users):
+                queries += 1
+                for h in mem.recall(q.text, user_id=q.user_id, k=8, touch=False).hits:
+                    ok = is_relevant(h, q.text)
+                    hits, passed = hits + 1, passed + ok
+                    if ids.get(h.memory.id) in q.gold:
+                        gold, gold_passed = gold + 1, gold_passed + ok
+        finally:
+            mem.close()
+    out = {"queries": queries, "hits": hits, "passed": passed / hits, "gold_in_top8": gold,
+           "gold_passed": gold_passed / gold}
+    print("| queries | top-8 hits | past the floor | gold turns in the top 8 | of which past the floor |")
+    print("|---|---|---|---|---|")
+    print(f"| {queries} | {hits} | {out['passed']:.0%} | {gold} | {out['gold_passed']:.0%} |")
+    return out
+
+
 def run(args: argparse.Namespace, argv: list[str]) -> int:
-    fn = {"tokens": bench_tokens, "add": bench_add, "context": bench_context, "patrol": bench_patrol}[args.bench]
+    fn = {"tokens": bench_tokens, "add": bench_add, "context": bench_context, "patrol": bench_patrol,
+          "floor": bench_floor}[args.bench]
     out = fn(args)
     out["command"] = "python -m benchmarks " + " ".join(argv)
     out["when"] = time.strftime("%Y-%m-%d %H:%M:%S")
