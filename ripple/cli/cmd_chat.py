@@ -71,7 +71,9 @@ def _command(session: Any, line: str, out: TextIO) -> bool:
         out.write((session.summary_text or "(no summary yet)") + "\n")
     elif cmd == "/jobs":
         session.flush()
-        for job in session.jobs.all():
+        jobs = session.jobs.all()
+        out.write(f"{len(jobs)} background job(s), {len(session.jobs.failed)} failed\n")
+        for job in jobs:
             out.write(f"job {job.id} {job.kind} {job.status}{' ' + job.error if job.error else ''}\n")
     elif cmd == "/trace":
         out.write(session.timeline(last=5) + "\n")

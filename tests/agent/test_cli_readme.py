@@ -34,7 +34,7 @@ def test_chat_over_a_pipe(tmp_path: Path) -> None:
     text = out.stdout
     assert "[turn 1] window 1 turns" in text and "ledger: pins" in text
     assert "pinned pin_" in text and "alert (conflict" in text and "60k" in text
-    assert "Pinned facts" in text and "job " in text
+    assert "Pinned facts" in text and "background job(s), 0 failed" in text
     timeline = subprocess.run([sys.executable, "-m", "ripple.cli", "trace", str(traces), "--name", "session.add"],
                               capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
     assert timeline.returncode == 0 and "session.add" in timeline.stdout and "store.add" in timeline.stdout
