@@ -73,6 +73,8 @@ class GraphTables:
     entity_keys: dict[str, set[str]] = field(default_factory=dict)
     """Entity id -> every key and alias it was ever written with (what :meth:`InMemoryStore.get_entities` matches)."""
     edges: dict[EdgeKey, EdgeRecord] = field(default_factory=dict)
+    documents: dict[tuple[str, str], tuple[int, str, float]] = field(default_factory=dict)
+    """(user id, key) -> (version, JSON value, updated at): the versioned documents."""
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def degrees(self) -> Counter[str]:
@@ -224,9 +226,33 @@ class InMemoryStore:
                 "edges": _pop_where(t.edges, lambda x: x.user_id == user_id),
                 "index_entries": sum(map(len, docs)) + len(set().union(*docs)),
             }
+            for doc_key in [k for k in t.documents if k[0] == user_id]:
+                del t.documents[doc_key]
             for eid in t.entity_keys.keys() - t.entities.keys():
                 del t.entity_keys[eid]
         return counts
+
+    # -- versioned documents -----------------------------------------------------------------
+    def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
+        """``(version, value_json, updated_at)`` of a user's document, or None."""
+        with self._locked() as t:
+            return t.documents.get((user_id, key))
+
+    def put_document(
+        self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
+    ) -> tuple[bool, int]:
+        """Compare-and-set under the lock: write (version + 1) or delete (``value_json=None``, version
+        then 0) only when ``expected_version`` is None or equals the stored version (0 = absent)."""
+        with self._locked() as t:
+            stored = t.documents.get((user_id, key))
+            current = 0 if stored is None else stored[0]
+            if expected_version is not None and expected_version != current:
+                return False, current
+            if value_json is None:
+                t.documents.pop((user_id, key), None)
+                return True, 0
+            t.documents[(user_id, key)] = (current + 1, value_json, at)
+            return True, current + 1
 
     # -- reads by id / key -------------------------------------------------------------------
     def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:

@@ -244,6 +244,7 @@ _SCHEMA = [
     "CREATE INDEX ripple_supersedes_user IF NOT EXISTS FOR ()-[r:SUPERSEDES]-() ON (r.user_id)",
     "CREATE INDEX ripple_retracts_user IF NOT EXISTS FOR ()-[r:RETRACTS]-() ON (r.user_id)",
     "CREATE INDEX ripple_related_evidence IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.evidence)",
+    "CREATE CONSTRAINT ripple_document_key IF NOT EXISTS FOR (d:Document) REQUIRE (d.user_id, d.key) IS UNIQUE",
 ]
 _SCHEMA_NAMES = frozenset(stmt.split()[2] for stmt in _SCHEMA)
 
@@ -411,6 +412,7 @@ _DELETE_USER = [
     ("memories", "MATCH (m:Memory {user_id: $user}) WITH m LIMIT $batch DETACH DELETE m RETURN count(m) AS n"),
     ("entities", "MATCH (e:Entity {user_id: $user}) WITH e LIMIT $batch DETACH DELETE e RETURN count(e) AS n"),
     ("", "MATCH (a:Alias {user_id: $user}) WITH a LIMIT $batch DELETE a RETURN count(a) AS n"),
+    ("", "MATCH (d:Document {user_id: $user}) WITH d LIMIT $batch DELETE d RETURN count(d) AS n"),
 ]
 _DELETE_BATCH = 5_000
 
@@ -465,6 +467,30 @@ UNWIND $ids AS id
 MATCH (m:Memory {id: id}) WHERE m.token_vectors IS NOT NULL
 RETURN m.id AS id, m.token_vectors AS blob
 """
+
+
+_GET_DOCUMENT = """
+MATCH (d:Document {user_id: $user, key: $key})
+RETURN d.version AS version, d.value AS value, d.updated_at AS updated_at
+"""
+
+# Compare-and-set, step 1: the MERGE finds or creates the node under the (user_id, key) constraint,
+# and setting a property takes the node's write lock before the version is read, so a concurrent
+# writer waits for this transaction and then sees its version (Neo4j's documented way to avoid
+# lost updates under read-committed isolation).
+_LOCK_DOCUMENT = """
+MERGE (d:Document {user_id: $user, key: $key})
+ON CREATE SET d.version = 0
+SET d.locked = true
+RETURN d.version AS version
+"""
+_WRITE_DOCUMENT = """
+MATCH (d:Document {user_id: $user, key: $key})
+SET d.version = $version, d.value = $value, d.updated_at = $at
+REMOVE d.locked
+"""
+_UNLOCK_DOCUMENT = "MATCH (d:Document {user_id: $user, key: $key}) REMOVE d.locked"
+_DROP_DOCUMENT = "MATCH (d:Document {user_id: $user, key: $key}) DELETE d"
 
 
 def _nearest_cypher(label: str) -> dict[str, str]:
@@ -1074,6 +1100,32 @@ class _Neo4jCore:
             return {}
         return {r["id"]: bytes(r["blob"]) for r in (yield _read(_TOKEN_VECTORS, ids=ids))}
 
+    # -- documents ---------------------------------------------------------------------------------
+    def _plan_get_document(self, user_id: str, key: str) -> _Plan[tuple[int, str, float] | None]:
+        rows = yield _read(_GET_DOCUMENT, user=user_id, key=key)
+        if not rows or rows[0]["value"] is None:  # (a node another writer holds while creating it)
+            return None
+        r = rows[0]
+        return int(r["version"]), str(r["value"]), float(r["updated_at"])
+
+    def _plan_put_document(
+        self, user_id: str, key: str, value_json: str | None, expected_version: int | None, at: float
+    ) -> _Plan[tuple[bool, int]]:
+        params = {"user": user_id, "key": key}
+
+        def body() -> _Body[tuple[bool, int]]:
+            current = int((yield _Stmt(_LOCK_DOCUMENT, params))[0]["version"])
+            if expected_version is not None and expected_version != current:
+                yield _Stmt(_DROP_DOCUMENT if current == 0 else _UNLOCK_DOCUMENT, params)
+                return False, current
+            if value_json is None:
+                yield _Stmt(_DROP_DOCUMENT, params)
+                return True, 0
+            yield _Stmt(_WRITE_DOCUMENT, {**params, "version": current + 1, "value": value_json, "at": at})
+            return True, current + 1
+
+        return (yield _Tx(True, body))
+
     # -- graph -------------------------------------------------------------------------------------
     def _plan_related_edges(
         self, user_id: str, source_ids: Sequence[str], predicates: Sequence[str]
@@ -1317,6 +1369,14 @@ class Neo4jStore(_Neo4jCore):
         """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows."""
         return self._drive(self._plan_cypher(query, params, write))
 
+    def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
+        return self._drive(self._plan_get_document(user_id, key))
+
+    def put_document(
+        self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
+    ) -> tuple[bool, int]:
+        return self._drive(self._plan_put_document(user_id, key, value_json, expected_version, at))
+
 
 # -- the asynchronous store: the same plans, awaited -------------------------------------------------------
 class AsyncNeo4jStore(_Neo4jCore):
@@ -1469,3 +1529,11 @@ class AsyncNeo4jStore(_Neo4jCore):
     ) -> tuple[list[str], list[list[Any]]]:
         """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows."""
         return await self._drive(self._plan_cypher(query, params, write))
+
+    async def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
+        return await self._drive(self._plan_get_document(user_id, key))
+
+    async def put_document(
+        self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
+    ) -> tuple[bool, int]:
+        return await self._drive(self._plan_put_document(user_id, key, value_json, expected_version, at))

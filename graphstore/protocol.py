@@ -177,6 +177,24 @@ class GraphStore(Protocol):
 
     def close(self) -> None: ...
 
+    # -- documents (appended for the agent layer) ---------------------------------
+    def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
+        """A user's versioned JSON document: ``(version, value_json, updated_at)``, or None if absent."""
+        ...
+
+    def put_document(
+        self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
+    ) -> tuple[bool, int]:
+        """Compare-and-set a user's document in one transaction: ``(written, version now)``.
+
+        The write happens only when ``expected_version`` is None (unconditional) or
+        equals the stored version (0: the document must not exist yet); a write
+        bumps the version by one.  ``value_json=None`` deletes the document (the
+        version then reads 0).  A refused write changes nothing and returns
+        ``(False, the stored version)``.  Documents are deleted with their user.
+        """
+        ...
+
 
 @runtime_checkable
 class AsyncGraphStore(Protocol):
@@ -225,6 +243,10 @@ class AsyncGraphStore(Protocol):
     def export(self, user_id: str) -> AsyncIterator[MemoryRecord | EntityRecord | EdgeRecord]: ...
     async def stats(self, user_id: str | None = None) -> dict[str, int]: ...
     async def aclose(self) -> None: ...
+    async def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None: ...
+    async def put_document(
+        self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
+    ) -> tuple[bool, int]: ...
 
 
 @runtime_checkable

@@ -55,6 +55,8 @@ __all__ = [
     "TokenVectors",
     "RelatedEdges",
     "Expand",
+    "GetDocument",
+    "PutDocument",
     "Export",
     "Stats",
     "Cypher",
@@ -319,6 +321,33 @@ class Expand(StoreRequest[list[Neighbor]]):
 
     def call(self, store: GraphStore) -> list[Neighbor]:
         return store.expand(self.user_id, self.frontier, self.edge_types, max_degree=self.max_degree)
+
+
+# ---------------------------------------------------------------------------------------- documents
+
+
+@dataclass(frozen=True, slots=True)
+class GetDocument(StoreRequest["tuple[int, str, float] | None"]):
+    user_id: str
+    key: str
+    method: ClassVar[str] = "get_document"
+
+    def call(self, store: GraphStore) -> tuple[int, str, float] | None:
+        return store.get_document(self.user_id, self.key)
+
+
+@dataclass(frozen=True, slots=True)
+class PutDocument(StoreRequest[tuple[bool, int]]):
+    user_id: str
+    key: str
+    value_json: str | None
+    expected_version: int | None
+    at: float
+    method: ClassVar[str] = "put_document"
+
+    def call(self, store: GraphStore) -> tuple[bool, int]:
+        return store.put_document(self.user_id, self.key, self.value_json, expected_version=self.expected_version,
+                                  at=self.at)
 
 
 # ---------------------------------------------------------------------------------------- housekeeping

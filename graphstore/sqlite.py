@@ -136,6 +136,10 @@ CREATE TABLE IF NOT EXISTS term_df (
 CREATE TABLE IF NOT EXISTS lexical_totals (
     user_id TEXT PRIMARY KEY, n_docs INTEGER NOT NULL, total_len INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS documents (
+    user_id TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, value TEXT NOT NULL, updated_at REAL NOT NULL,
+    PRIMARY KEY (user_id, key)
+) WITHOUT ROWID;
 """
 
 _MEMORY_COLUMNS = (
@@ -509,6 +513,7 @@ class SQLiteStore:
             counts["index_entries"] += db.execute("DELETE FROM term_df WHERE user_id=?", (user_id,)).rowcount
             db.execute("DELETE FROM aliases WHERE user_id=?", (user_id,))
             db.execute("DELETE FROM lexical_totals WHERE user_id=?", (user_id,))
+            db.execute("DELETE FROM documents WHERE user_id=?", (user_id,))
         self._vectors.pop(user_id, None)
         self._entity_vectors.pop(user_id, None)
         return counts
@@ -820,3 +825,26 @@ class SQLiteStore:
             )
         return out
 
+    # -- documents --------------------------------------------------------------------------
+    # (The table is created by _SCHEMA on every open, so stores written before it existed gain it
+    # without a migration.)  put_document is one IMMEDIATE transaction: the version check and the
+    # write cannot interleave with another connection's, in this process or another.
+    def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
+        with self._read() as db:
+            row = db.execute("SELECT version, value, updated_at FROM documents WHERE user_id=? AND key=?",
+                             (user_id, key)).fetchone()
+        return None if row is None else (int(row[0]), str(row[1]), float(row[2]))
+
+    def put_document(
+        self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
+    ) -> tuple[bool, int]:
+        with self._tx() as db:
+            row = db.execute("SELECT version FROM documents WHERE user_id=? AND key=?", (user_id, key)).fetchone()
+            current = 0 if row is None else int(row[0])
+            if expected_version is not None and expected_version != current:
+                return False, current
+            if value_json is None:
+                db.execute("DELETE FROM documents WHERE user_id=? AND key=?", (user_id, key))
+                return True, 0
+            db.execute("INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?)", (user_id, key, current + 1, value_json, at))
+            return True, current + 1

@@ -473,3 +473,74 @@ class GraphStoreConformance:
             assert [h[0] for h in again.nearest_memories("u1", unit_vector(0, 1), 1)] == ["m_2"]
         finally:
             again.close()
+
+    # -- documents (versioned JSON per user and key, compare-and-set) -----------------------------------
+    def test_document_round_trip(self, store: GraphStore) -> None:
+        """A document comes back byte for byte (CJK, nested JSON) with version 1 and its time."""
+        value = json.dumps({"goal": "预算控制在五万以内", "plan": ["a", {"b": [1, 2.5, None]}]}, ensure_ascii=False)
+        assert store.get_document("u1", "wm/task") is None
+        assert store.put_document("u1", "wm/task", value, expected_version=0, at=10.0) == (True, 1)
+        assert store.get_document("u1", "wm/task") == (1, value, 10.0)
+
+    def test_document_compare_and_set(self, store: GraphStore) -> None:
+        """A stale or create-only write is refused and changes nothing; a matching one bumps the version."""
+        assert store.put_document("u1", "k", '{"v": 1}', expected_version=0, at=1.0) == (True, 1)
+        assert store.put_document("u1", "k", '{"v": 9}', expected_version=0, at=2.0) == (False, 1)
+        assert store.put_document("u1", "k", '{"v": 2}', expected_version=1, at=3.0) == (True, 2)
+        assert store.put_document("u1", "k", '{"v": 9}', expected_version=1, at=4.0) == (False, 2)
+        assert store.get_document("u1", "k") == (2, '{"v": 2}', 3.0)
+        assert store.put_document("u1", "k", '{"v": 3}', expected_version=None, at=5.0) == (True, 3)
+        assert store.put_document("u1", "k", None, expected_version=2, at=6.0) == (False, 3)
+        assert store.put_document("u1", "k", None, expected_version=3, at=6.0) == (True, 0)
+        assert store.get_document("u1", "k") is None
+        assert store.put_document("u1", "gone", '{}', expected_version=4, at=7.0) == (False, 0)
+        assert store.get_document("u1", "gone") is None  # a refused create leaves nothing behind
+
+    def test_documents_are_per_user_and_go_with_the_user(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        store.put_document("u1", "k", '"mine"', expected_version=0, at=1.0)
+        store.put_document("u2", "k", '"yours"', expected_version=0, at=1.0)
+        assert store.get_document("u2", "k") == (1, '"yours"', 1.0)
+        store.delete_user("u1")
+        assert store.get_document("u1", "k") is None
+        assert store.get_document("u2", "k") == (1, '"yours"', 1.0)
+
+    def test_document_writers_lose_no_update(self, store: GraphStore, reopen: Callable[[], GraphStore]) -> None:
+        """Read-modify-write with retry from several connections at once: every increment survives."""
+        import threading
+
+        store.put_document("u1", "counter", "0", expected_version=0, at=0.0)
+        writers, rounds, refused = 4, 5, [0]
+        lock = threading.Lock()
+
+        def work() -> None:
+            own = reopen()
+            try:
+                for _ in range(rounds):
+                    while True:
+                        version, value, _at = own.get_document("u1", "counter")  # type: ignore[misc]
+                        ok, _now = own.put_document("u1", "counter", str(int(value) + 1), expected_version=version,
+                                                    at=1.0)
+                        if ok:
+                            break
+                        with lock:
+                            refused[0] += 1
+            finally:
+                own.close()
+
+        threads = [threading.Thread(target=work) for _ in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        version, value, _ = store.get_document("u1", "counter")  # type: ignore[misc]
+        assert int(value) == writers * rounds and version == writers * rounds + 1
+
+    def test_document_durable_after_reopen(self, store: GraphStore, reopen: Callable[[], GraphStore]) -> None:
+        store.put_document("u1", "wm/a/t/state", '{"step": 3}', expected_version=0, at=5.0)
+        store.close()
+        again = reopen()
+        try:
+            assert again.get_document("u1", "wm/a/t/state") == (1, '{"step": 3}', 5.0)
+        finally:
+            again.close()

@@ -35,6 +35,11 @@ _EXPORTS: dict[str, str] = {
     "SchemaError": "ripple.errors",
     "ExtractionError": "ripple.errors",
     "ModelNotInstalled": "ripple.errors",
+    "LimitExceeded": "ripple.errors",
+    "Conflict": "ripple.errors",
+    "VersionConflict": "ripple.errors",
+    "StepMismatch": "ripple.errors",
+    "PermissionDenied": "ripple.errors",
     "MemoryRecord": "ripple.models",
     "Entity": "ripple.models",
     "PathStep": "ripple.models",
@@ -42,6 +47,8 @@ _EXPORTS: dict[str, str] = {
     "RecallResult": "ripple.models",
     "RecallTrace": "ripple.models",
     "ScoreParts": "ripple.models",
+    "Fact": "ripple.models",
+    "Document": "ripple.models",
     "RecallConfig": "ripple.recall.config",
     "SeedConfig": "ripple.recall.config",
     "SeedMethod": "ripple.recall.config",
@@ -83,6 +90,11 @@ if TYPE_CHECKING:  # the names for type checkers and IDEs
     from ._memory import AsyncMemory, Memory
     from .errors import (
         ConfigError,
+        Conflict,
+        LimitExceeded,
+        PermissionDenied,
+        StepMismatch,
+        VersionConflict,
         ExtractionError,
         InvalidInput,
         MemoryNotFound,
@@ -94,7 +106,7 @@ if TYPE_CHECKING:  # the names for type checkers and IDEs
         StoreUnavailable,
         UnknownUser,
     )
-    from .models import Entity, MemoryRecord, PathStep, RecallHit, RecallResult, RecallTrace, ScoreParts
+    from .models import Document, Entity, Fact, MemoryRecord, PathStep, RecallHit, RecallResult, RecallTrace, ScoreParts
     from .recall.config import (
         ChannelConfig,
         EntityChannelConfig,

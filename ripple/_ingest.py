@@ -43,9 +43,13 @@ from ._requests import Embed, Op
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Prepared", "ingest_plan", "entity_id", "new_memory_id", "SELF_KEY"]
+__all__ = ["Prepared", "ingest_plan", "entity_id", "new_memory_id", "SELF_KEY", "DERIVED_KINDS"]
 
 SELF_KEY = "@self"  # the user's own entity: first-person facts hang off it
+#: Kinds of memory an agent derives from others (a session summary, a recorded procedure): they are
+#: stored, indexed and recallable, but they state nothing new, so the lifecycle leaves them alone
+#: (no retraction, correction, superseded or profile fact is read from them, and no repeat merges them).
+DERIVED_KINDS = frozenset({"summary", "procedure"})
 _KIND_IMPORTANCE = {"personal_info": 0.7, "preference": 0.7, "decision": 0.7, "todo": 0.6, "fact": 0.6}
 _MAX_COMENTION = 8
 ENTITY_MATCH_THRESHOLD = 0.92
@@ -218,7 +222,8 @@ def ingest_plan(
         planned = {i: _mentioned(prepared[i].extraction, resolved, also) for i in idxs}
         life = Decisions()
         if lifecycle is not None and replacing is None:
-            life = yield from lifecycle_plan(user, idxs, prepared, mem_ids, resolved, self_id, lifecycle, planned)
+            stated = [i for i in idxs if prepared[i].item.kind not in DERIVED_KINDS]
+            life = yield from lifecycle_plan(user, stated, prepared, mem_ids, resolved, self_id, lifecycle, planned)
         live = [i for i in idxs if i not in life.duplicate_of]
 
         # ---- NEXT chains per session, in event-time order (stable for equal times)

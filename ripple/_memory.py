@@ -23,17 +23,20 @@ from graphstore import AsyncGraphStore, Credentials, GraphStore, InProcessStore,
 from . import _operations as ops
 from . import _validate as check
 from ._blas import one_blas_thread
+from ._documents import delete_document_plan, get_document_plan, put_document_plan
+from ._facts import facts_plan
 from ._lifecycle import LifecycleConfig
 from ._requests import LocalRequest, Op, Prepare
 from ._runtime import Runtime
 from .errors import ConfigError
-from .models import AddItem, MemoryRecord, RecallResult
+from .models import AddItem, Document, Fact, MemoryRecord, RecallResult
 from .recall.config import RecallConfig
 from .settings import RippleSettings
 
 if TYPE_CHECKING:
     from extractors.base import Extractor
 
+    from .agent import AsyncSession, Session
     from .embedding import Embedder
 
 __all__ = ["Memory", "AsyncMemory"]
@@ -323,6 +326,40 @@ class Memory(_Client):
         """
         return self._drive(ops.cypher(query, params, write))
 
+    # -- facts, documents and agent sessions (logic in _facts, _documents, agent/) -----------------
+    def facts(self, *, user_id: str, include_history: bool = False) -> list[Fact]:
+        """The user's facts (``@self`` attributes: name, employer, budget, allergy, ...) with their evidence.
+
+        Current facts only unless ``include_history=True`` (then superseded
+        values too, each with its ``valid_to``); see :class:`ripple.models.Fact`.
+        """
+        return self._drive(facts_plan(check.user(user_id), include_history=include_history))
+
+    def get_document(self, *, user_id: str, key: str) -> Document | None:
+        """A versioned JSON document of the user, or None (see :meth:`put_document`)."""
+        return self._drive(get_document_plan(user_id, key))
+
+    def put_document(self, *, user_id: str, key: str, value: Any, expected_version: int | None) -> Document:
+        """Store a JSON document if it is at ``expected_version`` (0: must not exist; None: any version).
+
+        The check and the write are one store transaction, so of two writers
+        that read the same version only the first succeeds; the other gets a
+        :class:`~ripple.VersionConflict` and nothing is written.  Documents
+        survive restarts and are deleted with the user.
+        """
+        return self._drive(put_document_plan(user_id, key, value, expected_version, self._runtime.clock()))
+
+    def delete_document(self, *, user_id: str, key: str, expected_version: int | None = None) -> None:
+        """Delete a document (if it is at ``expected_version``, when given)."""
+        self._drive(delete_document_plan(user_id, key, expected_version, self._runtime.clock()))
+
+    def session(self, user_id: str, session_id: str, agent_id: str | None = None, **options: Any) -> "Session":
+        """An agent session over this memory: token-budgeted window, summaries, pins, profile,
+        working memory, context assembly, patrol and traces (see :mod:`ripple.agent`)."""
+        from .agent import Session
+
+        return Session(self, user_id, session_id, agent_id=agent_id, **options)
+
 
 class AsyncMemory(_Client):
     """The async twin of :class:`Memory`: the same methods, awaited (``export`` is an async iterator).
@@ -467,6 +504,29 @@ class AsyncMemory(_Client):
                      write: bool = False) -> tuple[list[str], list[list[Any]]]:
         """See :meth:`Memory.cypher`."""
         return await self._drive(ops.cypher(query, params, write))
+
+    # -- facts, documents and agent sessions (see Memory) ----------------------------------------------
+    async def facts(self, *, user_id: str, include_history: bool = False) -> list[Fact]:
+        """See :meth:`Memory.facts`."""
+        return await self._drive(facts_plan(check.user(user_id), include_history=include_history))
+
+    async def get_document(self, *, user_id: str, key: str) -> Document | None:
+        """See :meth:`Memory.get_document`."""
+        return await self._drive(get_document_plan(user_id, key))
+
+    async def put_document(self, *, user_id: str, key: str, value: Any, expected_version: int | None) -> Document:
+        """See :meth:`Memory.put_document`."""
+        return await self._drive(put_document_plan(user_id, key, value, expected_version, self._runtime.clock()))
+
+    async def delete_document(self, *, user_id: str, key: str, expected_version: int | None = None) -> None:
+        """See :meth:`Memory.delete_document`."""
+        await self._drive(delete_document_plan(user_id, key, expected_version, self._runtime.clock()))
+
+    def session(self, user_id: str, session_id: str, agent_id: str | None = None, **options: Any) -> "AsyncSession":
+        """The async twin of :meth:`Memory.session` (the session's methods are awaited)."""
+        from .agent import AsyncSession
+
+        return AsyncSession(self, user_id, session_id, agent_id=agent_id, **options)
 
 
 async def _thread(fn: Callable[..., T], *args: Any) -> T:

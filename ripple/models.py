@@ -25,6 +25,8 @@ __all__ = [
     "RecallTrace",
     "RecallResult",
     "AddItem",
+    "Fact",
+    "Document",
     "MAX_TEXT_CHARS",
 ]
 
@@ -199,3 +201,37 @@ class AddItem(_Frozen):
             raise ValueError("metadata does not round-trip through JSON (use str keys and lists, not tuples)")
         return v
 
+
+class Fact(_Frozen):
+    """One fact of a user: an attribute with its value, the memory that states it, and when it held.
+
+    Read from the graph's ``RELATED`` edges (see :meth:`ripple.Memory.facts`):
+    ``subject`` is ``"@self"`` for the user's own facts.  A fact is current
+    while its evidence memory is active; a newer value closes it
+    (``valid_to``, status ``superseded``) and nothing is deleted.
+    """
+
+    subject: str
+    predicate: str = Field(description="the attribute: name, employer, budget, allergy, ...")
+    value: str
+    memory_id: str = Field(description="the memory that states it (its evidence)")
+    text: str = Field(description="that memory's text")
+    confidence: float
+    valid_from: datetime = Field(description="when it was said (the evidence memory's event time)")
+    valid_to: datetime | None = None
+    status: MemoryStatus = "active"
+    session_id: str | None = None
+
+
+class Document(_Frozen):
+    """A versioned JSON document of a user (working memory, task state, agent bookkeeping).
+
+    ``version`` counts writes (1 after the first); a write that names a stale
+    version is refused (:class:`ripple.VersionConflict`).
+    """
+
+    user_id: str
+    key: str
+    version: int
+    value: Any
+    updated_at: datetime

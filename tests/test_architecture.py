@@ -38,8 +38,9 @@ def test_memory_and_async_memory_expose_the_same_methods_and_parameters() -> Non
 def test_every_async_method_is_awaitable_or_an_async_iterator() -> None:
     from ripple import AsyncMemory
 
+    factories = {"session"}  # builds an AsyncSession without I/O; the session's own methods are awaited
     for name, fn in vars(AsyncMemory).items():
-        if callable(fn) and not name.startswith("_") and name != "store":
+        if callable(fn) and not name.startswith("_") and name not in factories:
             assert inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn), name
 
 

@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "graph": ("ripple.cli.cmd_graph", "write a user's memory graph as an interactive HTML page"),
     "serve": ("ripple.cli.cmd_serve", "serve the HTTP API (models loaded once; see /docs)"),
     "mcp": ("ripple.cli.cmd_mcp", "serve ripple to MCP clients (stdio, or streamable HTTP)"),
+    "chat": ("ripple.cli.cmd_chat", "a session on stdin: watch the window, budget, alerts and recall work"),
+    "trace": ("ripple.cli.cmd_trace", "the timeline of traces saved by ripple chat --trace-out"),
 }
 
 
