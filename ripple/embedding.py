@@ -170,6 +170,24 @@ def _threads_for(n_texts: int) -> Iterator[None]:
 _TRACE_CHECK_TEXT = "Dana signed the Northwind contract on 3 May; 预算是五万元。"
 
 
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """No "Loading weights" progress bar: loading a packaged model takes a second and is not long
+    work (ingest, import and the benchmarks keep their bars)."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - sentence-transformers depends on transformers
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 class SentenceTransformerEmbedder:
     """Any sentence-transformers model, by packaged name, local path or hub name.
 
@@ -209,7 +227,8 @@ class SentenceTransformerEmbedder:
         if os.path.isdir(self._path):
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
-            self._model = SentenceTransformer(self._path, device=self._device)
+            with _quiet_loading():
+                self._model = SentenceTransformer(self._path, device=self._device)
         except Exception as exc:
             raise ModelNotInstalled(f"cannot load embedding model {self.name!r} from {self._path}: {exc}") from exc
         get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
