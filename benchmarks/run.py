@@ -65,6 +65,18 @@ def _multihop(name: str) -> Callable[[Path, argparse.Namespace], Iterator[Datase
     return load
 
 
+def _zh_chat(data_dir: Path, args: argparse.Namespace) -> Iterator[Dataset]:
+    from benchmarks.datasets import load_locomo
+
+    yield load_locomo(data_dir / "zh" / "zh-chat-dev.json", name="zh")
+
+
+def _zh_probe(data_dir: Path, args: argparse.Namespace) -> Iterator[Dataset]:
+    from benchmarks.datasets import load_zh_probe
+
+    yield load_zh_probe(data_dir / "zh" / "zh-probe-dev.json")
+
+
 def _synthetic(data_dir: Path, args: argparse.Namespace) -> Iterator[Dataset]:
     from benchmarks.datasets import synthetic
 
@@ -76,6 +88,8 @@ DATASETS: dict[str, Callable[[Path, argparse.Namespace], Iterator[Dataset]]] = {
     "locomo": _locomo,
     "musique": _multihop("musique"),
     "hotpotqa": _multihop("hotpotqa"),
+    "zh": _zh_chat,  # the Chinese chat set (LoCoMo format)
+    "zh-probe": _zh_probe,  # the small Chinese probe, one gold memory per question
     "synthetic": _synthetic,
 }
 
@@ -348,7 +362,7 @@ def _int_list(value: str) -> list[int]:
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", "--datasets", dest="datasets", default="locomo",
-                        help="comma-separated: locomo, musique, hotpotqa, synthetic (default: locomo)")
+                        help="comma-separated: locomo, musique, hotpotqa, zh, zh-probe, synthetic (default: locomo)")
     parser.add_argument("--methods", default="bm25", help="comma-separated method names (default: bm25)")
     parser.add_argument("--k", type=int, default=25, help="ranking depth returned per query (default: 25)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N queries of each dataset")

