@@ -171,22 +171,21 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timing-queries", type=int, default=100, help="questions timed one by one (default: 100)")
     parser.add_argument("--timing-docs", type=int, default=256, help="LoCoMo turns timed in bulk (default: 256)")
     parser.add_argument("--repeats", type=int, default=3, help="timing repeats; the median is reported (default: 3)")
+    parser.add_argument("--timing-only", action="store_true", help="skip the recall figures, time the models only")
 
 
 def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
-    from benchmarks.run import load_datasets, machine_info
+    from benchmarks.run import load_datasets, machine_info, pick_names
 
-    models = [m.strip() for m in args.models.split(",") if m.strip()]
-    unknown = [m for m in models if m not in ENCODERS]
-    if unknown:
-        print(f"unknown model(s): {', '.join(unknown)}; known: {', '.join(ENCODERS)}", file=sys.stderr)
+    models = pick_names(args.models, ENCODERS, "model")
+    if models is None:
         return 2
     names = [d.strip() for d in args.datasets.split(",") if d.strip()]
     data_dir = Path(args.data_dir or default_data_dir())
     datasets = list(load_datasets(names, data_dir, args))
     encoders = {m: ENCODERS[m]() for m in models}
     report: dict[str, Any] = {"machine": machine_info(), "quality": {}, "timing": {}}
-    for ds in datasets:
+    for ds in [] if args.timing_only else datasets:
         cache: dict[tuple[str, str, str], Any] = {}
         for m, enc in encoders.items():
             t = time.perf_counter()

@@ -33,6 +33,7 @@ __all__ = [
     "run",
     "run_one",
     "load_datasets",
+    "pick_names",
     "machine_info",
     "package_versions",
     "git_info",
@@ -392,15 +393,24 @@ def register(parser: argparse.ArgumentParser) -> None:
                              " parsing with spaCy (~10x faster ingest; no RELATED triples), for 1M-memory builds")
 
 
+def pick_names(value: str, known: Iterable[str], kind: str) -> list[str] | None:
+    """The names of a comma-separated flag; ``None``, after saying which are unknown, if any is."""
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    known = list(known)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"unknown {kind}(s): {', '.join(unknown)}; known: {', '.join(known)}", file=sys.stderr)
+        return None
+    return names
+
+
 def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     from benchmarks.methods import METHODS
 
     data_dir = args.data_dir or default_data_dir()
     out_dir = args.out or default_out_dir()
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        print(f"unknown method(s): {', '.join(unknown)}; known: {', '.join(METHODS)}", file=sys.stderr)
+    methods = pick_names(args.methods, METHODS, "method")
+    if methods is None:
         return 2
     names = [d.strip() for d in args.datasets.split(",") if d.strip()]
     command = "python -m benchmarks " + shlex.join(argv if argv is not None else sys.argv[1:])
