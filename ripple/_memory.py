@@ -242,8 +242,13 @@ class _BaseMemory:
 
     def _query_vectors(self, query: str, user_id: str, search: DenseSearch | None) -> QueryVectors:
         """The query's vectors (run in the query worker thread).  A driver whose store can be
-        called from that thread also runs the plan's dense search there (see Memory)."""
-        vectors, tokens = self.embedder.encode_with_tokens([query])
+        called from that thread also runs the plan's dense search there (see Memory).
+
+        An embedder that encodes questions differently from stored texts (e5's ``"query: "``
+        prefix: LoCoMo dense R@10 .526 with it, .324 without) offers ``encode_query_with_tokens``."""
+        emb = self.embedder
+        encode = getattr(emb, "encode_query_with_tokens", None) or emb.encode_with_tokens
+        vectors, tokens = encode([query])
         return QueryVectors(vectors[0], tokens[0])
 
     def _close_query_pool(self) -> None:

@@ -57,7 +57,9 @@ class Embedder(Protocol):
     Optional: ``sharing_cores()``, a context manager yielding a one-batch
     ``encode_with_tokens`` that several threads may call at once, and
     ``batch_size``; ingest then spreads a write batch's encoding over the
-    extractor's thread too (see ``ripple._overlap``).
+    extractor's thread too (see ``ripple._overlap``).  Also optional:
+    ``encode_query_with_tokens``, the same for a recall query, for models
+    that encode questions differently from stored texts (e5's prefixes).
     """
 
     name: str
