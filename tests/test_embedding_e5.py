@@ -132,3 +132,31 @@ def test_a_query_runs_on_one_engine_thread(e5, monkeypatch) -> None:
     e5.encode_query(["一个问题"])
     e5.encode(MEMORIES)
     assert seen == [1, mod._cores()]
+
+
+def test_recall_encodes_the_query_as_a_query(tmp_path: Path, extractor) -> None:
+    """An embedder with encode_query_with_tokens gets the recall query there, stored texts elsewhere."""
+    from ripple import Memory
+    from ripple.embedding import HashEmbedder
+
+    class Asymmetric(HashEmbedder):
+        def __init__(self) -> None:
+            super().__init__(64)
+            self.queries: list[str] = []
+            self.stored: list[str] = []
+
+        def encode_with_tokens(self, texts):
+            self.stored.extend(texts)
+            return super().encode_with_tokens(texts)
+
+        def encode_query_with_tokens(self, texts):
+            self.queries.extend(texts)
+            return super().encode_with_tokens(texts)
+
+    emb = Asymmetric()
+    with Memory(path=str(tmp_path / "s"), embedder=emb, extractor=extractor) as mem:
+        mem.add("我对花生过敏。", user_id="u1", session_id="s1")
+        hits = mem.recall("我对什么过敏？", user_id="u1", k=1).hits
+    assert hits and "花生" in hits[0].memory.text
+    assert emb.queries == ["我对什么过敏？"]
+    assert "我对什么过敏？" not in emb.stored and "我对花生过敏。" in emb.stored
