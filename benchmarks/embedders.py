@@ -194,6 +194,7 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
             pooled = res["pooled"]
             print(f"{ds.name:10s} {m:15s} R@5 {pooled['R@5']:.3f} R@10 {pooled['R@10']:.3f}"
                   f" (n={pooled['n']}, {time.perf_counter() - t:.0f} s)", file=sys.stderr)
+            _save(report, args.out)  # a long run keeps what it has measured if it is stopped
     timing_ds = next((d for d in datasets if d.name == "locomo"), datasets[0] if datasets else None)
     if timing_ds is not None and args.timing_queries > 0:
         qs = [q.text for q in timing_ds.queries[: args.timing_queries]]
@@ -201,9 +202,12 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         for m, enc in encoders.items():
             report["timing"][m] = time_encoder(enc, qs, docs, repeats=args.repeats)
             print(f"timing {m:15s} {report['timing'][m]}", file=sys.stderr)
-    text = json.dumps(report, ensure_ascii=False, indent=1)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-    print(text)
+    _save(report, args.out)
+    print(json.dumps(report, ensure_ascii=False, indent=1))
     return 0
+
+
+def _save(report: dict[str, Any], out: Path | None) -> None:
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
