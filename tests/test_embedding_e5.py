@@ -160,3 +160,9 @@ def test_recall_encodes_the_query_as_a_query(tmp_path: Path, extractor) -> None:
     assert hits and "花生" in hits[0].memory.text
     assert emb.queries == ["我对什么过敏？"]
     assert "我对什么过敏？" not in emb.stored and "我对花生过敏。" in emb.stored
+
+
+def test_engine_threads_wait_passively_unless_the_environment_says_otherwise(e5) -> None:
+    import os
+
+    assert os.environ.get("OMP_WAIT_POLICY", "").upper() in ("PASSIVE", "ACTIVE")  # set before the engine loaded
