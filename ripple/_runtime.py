@@ -168,7 +168,11 @@ class Runtime:
         """The query's vectors; with ``search`` and a store search callable from this thread, also
         the plan's dense search, run right after encoding (it then overlaps the lexical route the
         plan reads meanwhile, the longer of the two when a query has common words)."""
-        vectors, tokens = self.embedder.encode_with_tokens([query])
+        from .embedding import QueryEncoder
+
+        emb = self.embedder
+        encode = emb.encode_query_with_tokens if isinstance(emb, QueryEncoder) else emb.encode_with_tokens
+        vectors, tokens = encode([query])
         got = QueryVectors(vectors[0], tokens[0])
         if search is not None and self._search_beside is not None:
             got.search = search
