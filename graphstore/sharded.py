@@ -178,6 +178,8 @@ class _ShardedCore:
                 current = max(copies, key=lambda r: r.serial) if copies else Routing(ring=self.names)
                 version = 0
             new = change(current)
+            if doc is not None and new == current:
+                return current  # nothing to change (another process created the table meanwhile)
             text = new.to_json(serial=version + 1)
             ok, _now = yield Call(primary, PutDocument(DIRECTORY_USER, DIRECTORY_KEY, text, expected_version=version,
                                                        at=time.time()))
@@ -247,14 +249,21 @@ class _ShardedCore:
             first_error(answers)
         return found
 
-    def _plan_group(self, users: Mapping[str, str], ids: Sequence[str], *, write: bool) -> Plan[dict[str, list[str]]]:
-        """``ids`` (duplicates kept) by the shard serving their user; ids of no known user are left out."""
+    def _plan_group(self, users: Mapping[str, str], ids: Sequence[str], *, write: bool,
+                    skip_held: bool = False) -> Plan[dict[str, list[str]]]:
+        """``ids`` (duplicates kept) by the shard serving their user; ids of no known user are left out,
+        and with ``skip_held`` those of a user whose writes are held now (instead of waiting)."""
         shard_of: dict[str, str] = {}
         for user in dict.fromkeys(users.values()):
-            shard_of[user] = yield from self._plan_shard(user, write=write)
+            if skip_held:
+                routing = yield from self._plan_routing()
+                if routing.write_hold(user) is None:
+                    shard_of[user] = self._served_by(routing, user)
+            else:
+                shard_of[user] = yield from self._plan_shard(user, write=write)
         out: dict[str, list[str]] = defaultdict(list)
         for i in ids:
-            if i in users:
+            if i in users and users[i] in shard_of:
                 out[shard_of[users[i]]].append(i)
         return out
 
@@ -298,16 +307,17 @@ class _ShardedCore:
                                         for s in shards])
 
     def _plan_by_ids(self, ids: Sequence[str], make: Callable[[list[str]], StoreRequest[T]], *,
-                     write: bool) -> Plan[list[T]]:
+                     write: bool, skip_held: bool = False) -> Plan[list[T]]:
         """A call per shard holding some of the (memory) ids, each with its ids."""
         users = yield from self._plan_users_of(ids)
-        groups = yield from self._plan_group(users, ids, write=write)
+        groups = yield from self._plan_group(users, ids, write=write, skip_held=skip_held)
         if not groups:
             return []
         return (yield from self._plan_each([Call(s, make(part)) for s, part in groups.items()]))
 
     def _plan_touch(self, memory_ids: Sequence[str], at: float) -> Plan[None]:
-        yield from self._plan_by_ids(memory_ids, lambda part: Touch(part, at), write=True)
+        """Access counts, except for a user being moved: recall does not wait for a move to count a use."""
+        yield from self._plan_by_ids(memory_ids, lambda part: Touch(part, at), write=True, skip_held=True)
 
     def _plan_set_status(self, memory_ids: Sequence[str], status: str) -> Plan[int]:
         return sum((yield from self._plan_by_ids(memory_ids, lambda part: SetStatus(part, status), write=True)))

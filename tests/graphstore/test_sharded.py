@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 import graphstore._shardmove as shardmove
-from graphstore import GraphStore, SupportsShards, open_store
+from graphstore import AsyncGraphStore, GraphStore, SupportsShards, open_store
 from graphstore._routing import DIRECTORY_KEY, DIRECTORY_USER, Routing, rendezvous
 from graphstore._shardmove import fingerprint
 from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, DocumentRecord, EdgeRecord, WriteBatch
@@ -107,11 +107,12 @@ def test_uri_forms() -> None:
 
 def test_open_store_opens_sharded_stores(tmp_path: Path) -> None:
     s = open_store(f"shards:{tmp_path / 'a'};sqlite://{tmp_path / 'b'}", refresh=0.5)
-    assert isinstance(s, ShardedStore) and isinstance(s, SupportsShards) and s.refresh == 0.5
+    assert isinstance(s, ShardedStore) and isinstance(s, SupportsShards) and isinstance(s, GraphStore)
+    assert s.refresh == 0.5
     assert s.names == (str(tmp_path / "a"), f"sqlite://{tmp_path / 'b'}")
     s.close()
     a = open_store(f"shards:{tmp_path / 'a'};{tmp_path / 'b'}", asynchronous=True)
-    assert isinstance(a, AsyncShardedStore)
+    assert isinstance(a, AsyncShardedStore) and isinstance(a, AsyncGraphStore)
 
 
 # -- routing by id: one shard on the hot path ------------------------------------------------------------------
@@ -283,17 +284,22 @@ class Crash(Exception):
     pass
 
 
+def crash_at(step: str, error: type[BaseException] = Crash) -> Callable[[str], None]:
+    """A move checkpoint that stops the move at ``step``, as a crash would (nothing is cleaned up)."""
+    def hook(at: str) -> None:
+        if at == step:
+            raise error(at)
+
+    return hook
+
+
 @pytest.mark.parametrize("step", STEPS)
 def test_a_move_that_crashes_at_any_step_loses_nothing_and_resumes(tmp_path: Path, step: str,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     s = _seeded(tmp_path)
     before = _everything(s, "u1")
 
-    def crash(at: str) -> None:
-        if at == step:
-            raise Crash(at)
-
-    monkeypatch.setattr(shardmove, "checkpoint", crash)
+    monkeypatch.setattr(shardmove, "checkpoint", crash_at(step))
     with pytest.raises(Crash):
         s.move_user("u1", "b", batch_size=7)
     s.close()
@@ -312,7 +318,7 @@ def test_a_move_that_crashes_at_any_step_loses_nothing_and_resumes(tmp_path: Pat
 def test_a_move_that_has_not_switched_rolls_back(tmp_path: Path, step: str, monkeypatch: pytest.MonkeyPatch) -> None:
     s = _seeded(tmp_path)
     before = _everything(s, "u1")
-    monkeypatch.setattr(shardmove, "checkpoint", lambda at: (_ for _ in ()).throw(Crash()) if at == step else None)
+    monkeypatch.setattr(shardmove, "checkpoint", crash_at(step, Crash))
     with pytest.raises(Crash):
         s.move_user("u1", "b")
     with pytest.raises(ConfigError, match="unfinished move to shard b"):
@@ -328,7 +334,7 @@ def test_a_move_that_has_not_switched_rolls_back(tmp_path: Path, step: str, monk
 
 def test_a_switched_move_cannot_roll_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     s = _seeded(tmp_path)
-    monkeypatch.setattr(shardmove, "checkpoint", lambda at: (_ for _ in ()).throw(Crash()) if at == "switched" else None)
+    monkeypatch.setattr(shardmove, "checkpoint", crash_at("switched", Crash))
     with pytest.raises(Crash):
         s.move_user("u1", "b")
     with pytest.raises(ConfigError, match="already switched"):
@@ -374,13 +380,15 @@ def test_writes_wait_for_a_move_and_land_on_the_target(tmp_path: Path, monkeypat
 
 def test_a_write_that_waits_too_long_fails_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     s = _seeded(tmp_path)
-    monkeypatch.setattr(shardmove, "checkpoint", lambda at: (_ for _ in ()).throw(Crash()) if at == "copied" else None)
+    monkeypatch.setattr(shardmove, "checkpoint", crash_at("copied", Crash))
     with pytest.raises(Crash):
         s.move_user("u1", "b")
     impatient = sharded(tmp_path, move_wait=0.2)
     with pytest.raises(StoreUnavailable, match="being moved from shard a to b.*retry later"):
         impatient.put_document("u1", "k", "1", expected_version=None, at=1.0)
     impatient.write(WriteBatch(memories=[make_memory("m_other", user="u2")]))  # other users are not held
+    impatient.touch(["m_u1_0", "m_other"], 50.0)  # a recall's access count does not wait: u1's is not counted
+    assert [m.access_count for m in impatient.get_memories(["m_u1_0", "m_other"])] == [0, 1]
     impatient.close()
     s.close()
 
@@ -516,7 +524,7 @@ def test_cli_status_move_abort_add_rebalance(tmp_path: Path, capsys: pytest.Capt
     assert [s["users"] for s in report["shards"]] == [0, 1, 1] and report["ring"] == paths
     assert main(["--store", f"shards:{paths[0]}", "shards", "status"]) == 1
     assert "does not list" in capsys.readouterr().err  # a shard of the ring is missing from the URI
-    monkeypatch.setattr(shardmove, "checkpoint", lambda at: (_ for _ in ()).throw(KeyboardInterrupt()) if at == "copied" else None)
+    monkeypatch.setattr(shardmove, "checkpoint", crash_at("copied", KeyboardInterrupt))
     assert main(["--store", uri, "shards", "move", "--user", "u1", "--to", other]) == 130
     monkeypatch.setattr(shardmove, "checkpoint", lambda at: None)
     capsys.readouterr()

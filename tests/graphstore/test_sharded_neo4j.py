@@ -256,3 +256,59 @@ def test_a_down_server_fails_only_its_users(clean: list[Any]) -> None:
     report = store.shards_report()
     assert [s.error is None for s in report.shards] == [True, False] and report.shards[0].users == 1
     store.close()
+
+
+# -- cluster routing (neo4j://): reads on followers, writes on the leader ---------------------------------------
+def test_reads_run_in_read_transactions_and_writes_in_write_transactions(clean: list[Any],
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through a ``neo4j://`` routing driver a read transaction goes to a follower (or read replica) and a
+    write transaction to the leader.  Every read method of the protocol must therefore run only read
+    transactions, and every write method a write transaction.  (The transaction functions are observed,
+    not replaced: everything runs on the real server.  The async store runs the same plans.)"""
+    import neo4j
+
+    from graphstore.neo4j import Neo4jStore
+    from graphstore.records import EDGE_MENTIONS, WriteBatch
+    from graphstore.testing import make_entity, make_memory, unit_vector
+
+    kinds: list[str] = []
+    for name in ("execute_read", "execute_write"):
+        original = getattr(neo4j.Session, name)
+
+        def observed(self: Any, fn: Any, *args: Any, _name: str = name, _orig: Any = original, **kw: Any) -> Any:
+            kinds.append(_name)
+            return _orig(self, fn, *args, **kw)
+
+        monkeypatch.setattr(neo4j.Session, name, observed)
+    store = Neo4jStore(URI.replace("bolt://", "neo4j://", 1), password=PASSWORD)
+    store.write(WriteBatch(memories=[make_memory("m_1"), make_memory("m_2", text="张伟 北京")],
+                           entities=[make_entity("e_zw", key="张伟", vec=unit_vector(1))]))
+    reads: dict[str, Callable[[], Any]] = {
+        "get_memories": lambda: store.get_memories(["m_1"], with_vectors=True),
+        "list_memories": lambda: store.list_memories("u1"), "has_memories": lambda: store.has_memories("u1"),
+        "last_memory_in_session": lambda: store.last_memory_in_session("u1", "s1"),
+        "get_entities": lambda: store.get_entities("u1", ["张伟"]), "entity_names": lambda: store.entity_names(["e_zw"]),
+        "users": store.users, "nearest_memories": lambda: store.nearest_memories("u1", unit_vector(1), 3),
+        "nearest_entities": lambda: store.nearest_entities("u1", unit_vector(1), 3),
+        "lexical_stats": lambda: store.lexical_stats("u1", ["memory"]), "postings": lambda: store.postings("u1", ["memory"]),
+        "token_vectors": lambda: store.token_vectors(["m_1"]),
+        "related_edges": lambda: store.related_edges("u1", ["e_zw"], ["x"]),
+        "expand": lambda: store.expand("u1", ["m_1"], [EDGE_MENTIONS]), "export": lambda: list(store.export("u1")),
+        "stats": store.stats, "get_document": lambda: store.get_document("u1", "k"),
+        "documents": lambda: store.documents("u1"), "cypher": lambda: store.cypher("MATCH (n) RETURN count(n)"),
+    }
+    writes: dict[str, Callable[[], Any]] = {
+        "write": lambda: store.write(WriteBatch(memories=[make_memory("m_3")])),
+        "touch": lambda: store.touch(["m_1"], 5.0), "set_status": lambda: store.set_status(["m_1"], "invalidated"),
+        "put_document": lambda: store.put_document("u1", "k", "1", expected_version=None, at=1.0),
+        "delete_memories": lambda: store.delete_memories(["m_3"]), "delete_user": lambda: store.delete_user("u1"),
+    }
+    for name, call in reads.items():
+        kinds.clear()
+        call()
+        assert kinds and set(kinds) == {"execute_read"}, name
+    for name, call in writes.items():
+        kinds.clear()
+        call()
+        assert "execute_write" in kinds, name
+    store.close()
