@@ -48,7 +48,6 @@ import threading
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from itertools import islice
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from ripple.errors import ConfigError, StoreUnavailable
@@ -81,9 +80,9 @@ from .requests import (
     LastMemoryInSession,
     LexicalStats,
     ListMemories,
+    NearestEntities,
     NearestEntitiesBatch,
     NearestMemories,
-    NearestEntities,
     NearestMemoriesBatch,
     Postings,
     PutDocument,
@@ -150,9 +149,7 @@ class _ShardedCore:
         return routing
 
     def _keep(self, routing: Routing) -> None:
-        if self._routing is None or routing.serial >= self._routing.serial:
-            self._routing = routing
-        self._routing_until = time.monotonic() + self.refresh
+        self._routing, self._routing_until = routing, time.monotonic() + self.refresh
 
     def _plan_routing_elsewhere(self, cause: StoreUnavailable) -> Plan[Routing]:
         """The directory shard is down: the newest table among this process's and the other shards' copies."""
@@ -180,13 +177,13 @@ class _ShardedCore:
             new = change(current)
             if doc is not None and new == current:
                 return current  # nothing to change (another process created the table meanwhile)
-            text = new.to_json(serial=version + 1)
+            text = new.to_json(serial=max(version, current.serial) + 1)  # (only ever grows, across copies too)
             ok, _now = yield Call(primary, PutDocument(DIRECTORY_USER, DIRECTORY_KEY, text, expected_version=version,
                                                        at=time.time()))
             if ok:
                 break
         routing = Routing.from_json(text)
-        self._routing, self._routing_until = routing, time.monotonic() + self.refresh
+        self._keep(routing)
         replicas = tuple(Call(n, PutDocument(DIRECTORY_USER, DIRECTORY_KEY, text, expected_version=None,
                                              at=time.time())) for n in self.names[1:])
         if replicas:
@@ -220,7 +217,7 @@ class _ShardedCore:
         memo.update(dict.fromkeys(ids, user_id))
         if len(memo) > _ID_MEMORY:
             with self._evict_lock:
-                for key in list(islice(list(memo), len(memo) // 4)):
+                for key in list(memo)[: len(memo) // 4]:
                     memo.pop(key, None)
 
     def _plan_users_of(self, ids: Sequence[str]) -> Plan[dict[str, str]]:

@@ -490,6 +490,14 @@ def test_the_routing_table_is_a_document_on_every_shard(tmp_path: Path) -> None:
     copies = [Routing.from_json(shard_store(s, n).get_document(DIRECTORY_USER, DIRECTORY_KEY)[1]) for n in NAMES]  # type: ignore[index]
     assert copies[0] == copies[1] and copies[0].pins == {"u1": "b"}
     assert "\x00ripple" not in s.users()
+    # the directory shard loses the table (replaced, restored from an old backup): it comes back from the
+    # other shard's copy, with a serial that still grows, so processes holding a copy take it
+    shard_store(s, "a").put_document(DIRECTORY_USER, DIRECTORY_KEY, None, expected_version=None, at=0.0)
+    with sharded(tmp_path) as other:
+        assert other.shard_of("u1") == "b"
+        other.move_user("u1", "a")
+    time.sleep(0.1)
+    assert s.shard_of("u1") == "a" and s._routing is not None and s._routing.serial > copies[0].serial
     s.close()
 
 
@@ -545,3 +553,23 @@ def test_cli_status_move_abort_add_rebalance(tmp_path: Path, capsys: pytest.Capt
     assert "users moved" in capsys.readouterr().out
     assert main(["--store", uri3, "shards", "add", "2"]) == 1
     assert "already in the ring" in capsys.readouterr().err
+
+
+def test_the_async_store_moves_and_reports_with_the_same_plans(tmp_path: Path) -> None:
+    import asyncio
+
+    _seeded(tmp_path).close()
+
+    async def main() -> None:
+        store = AsyncShardedStore([ThreadedAsyncStore(SQLiteStore(tmp_path / n)) for n in NAMES], names=NAMES,
+                                  refresh=0.05, grace=0.15)
+        before = fingerprint([r async for r in store.export("u1")], await store.documents("u1"))
+        report = await store.move_user("u1", "b", batch_size=4)
+        assert (report.source, report.target, report.memories, report.documents) == ("a", "b", 30, 2)
+        assert await store.shard_of("u1") == "b"
+        assert fingerprint([r async for r in store.export("u1")], await store.documents("u1")) == before
+        status = await store.shards_report()
+        assert [(s.name, s.users) for s in status.shards] == [("a", 0), ("b", 2)]
+        await store.aclose()
+
+    asyncio.run(main())
