@@ -66,6 +66,7 @@ class Move:
     state: str
     started_at: float
     digest: str | None = None  # fingerprint of what was copied, kept once switched (to check the source is unchanged)
+    owner: str = ""  # the run that copies now: a resumed move takes over, and only the owner may switch
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +103,12 @@ class Routing:
         return out
 
     # -- changes (each returns a new table; the store writes it with compare-and-set) ------------------
-    def start_move(self, user_id: str, target: str, at: float) -> "Routing":
-        move = Move(user_id, self.home(user_id), target, COPYING, at)
+    def start_move(self, user_id: str, target: str, at: float, owner: str) -> "Routing":
+        move = Move(user_id, self.home(user_id), target, COPYING, at, owner=owner)
         return replace(self, moves={**self.moves, user_id: move})
+
+    def take_over_move(self, user_id: str, owner: str) -> "Routing":
+        return replace(self, moves={**self.moves, user_id: replace(self.moves[user_id], owner=owner)})
 
     def switch_move(self, user_id: str, digest: str) -> "Routing":
         """The target serves the user from now on (pinned there unless the hash already sends it there)."""
@@ -137,7 +141,7 @@ class Routing:
             "ring_next": None if self.ring_next is None else list(self.ring_next),
             "pins": dict(sorted(self.pins.items())), "parked": dict(sorted(self.parked.items())),
             "moves": {u: {"source": m.source, "target": m.target, "state": m.state, "started_at": m.started_at,
-                          "digest": m.digest} for u, m in sorted(self.moves.items())},
+                          "digest": m.digest, "owner": m.owner} for u, m in sorted(self.moves.items())},
         }, ensure_ascii=False)
 
     @classmethod
@@ -153,7 +157,7 @@ class Routing:
                 pins={str(u): str(s) for u, s in raw.get("pins", {}).items()},
                 parked={str(u): str(s) for u, s in raw.get("parked", {}).items()},
                 moves={str(u): Move(str(u), str(m["source"]), str(m["target"]), str(m["state"]),
-                                    float(m["started_at"]), m.get("digest"))
+                                    float(m["started_at"]), m.get("digest"), str(m.get("owner", "")))
                        for u, m in raw.get("moves", {}).items()},
                 serial=int(raw["serial"]),
             )

@@ -18,7 +18,9 @@ shard, so every process agrees, and each is a point where the move may stop and 
 At every point exactly one shard serves the user with all of its data: the source until step 4
 (a partial copy on the target is never read), the target from step 4 on.  A move that stops
 (a crash, a shard down, Ctrl-C) is resumed by running it again, or rolled back before its
-switch with :func:`abort_plan`.
+switch with :func:`abort_plan`.  A resumed move takes the move over (a new ``owner`` in the
+table): if the run it resumes was in fact still alive, that run stops at its next step and
+can no longer switch.
 
 Changing the ring (adding or removing a shard) is :func:`change_ring_plan` then
 :func:`rebalance_plan`; see RELIABILITY.md for the procedure.
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -129,23 +132,26 @@ def move_plan(core: "_ShardedCore", user_id: str, target: str, *, batch_size: in
     if batch_size < 1:
         raise ConfigError("batch_size must be at least 1")
     began = time.monotonic()
+    owner = os.urandom(8).hex()
     routing = yield from core._plan_routing(force=True)
     move = routing.moves.get(user_id)
     resumed = move is not None
     if move is None:
         if core._served_by(routing, user_id) == target:
             raise ConfigError(f"user {user_id!r} is already on shard {target}")
-        routing = yield from core._plan_update_routing(lambda r: _start(r, user_id, target))
+        routing = yield from core._plan_update_routing(lambda r: _start(r, user_id, target, owner))
         move = routing.moves[user_id]
         checkpoint("marked")
     elif move.target != target:
         raise ConfigError(f"user {user_id!r} has an unfinished move to shard {move.target}: resume it with"
                           f" --to {move.target}, or roll it back with --abort")
+    elif move.state == COPYING:
+        routing = yield from core._plan_update_routing(lambda r: _take_over(r, user_id, owner))
     source = move.source
     if move.state == COPYING:
         yield Sleep(core.grace)  # every process now holds the user's writes
-        digest, checked = yield from _copy_and_verify(user_id, source, target, batch_size)
-        yield from core._plan_update_routing(lambda r: _switch(r, user_id, digest))
+        digest, checked = yield from _copy_and_verify(core, user_id, source, target, batch_size, owner)
+        yield from core._plan_update_routing(lambda r: _switch(r, user_id, digest, owner))
         checkpoint("switched")
         yield Sleep(core.grace)  # every process now reads the user from the target
     else:
@@ -166,24 +172,39 @@ def move_plan(core: "_ShardedCore", user_id: str, target: str, *, batch_size: in
                       round(time.monotonic() - began, 3), resumed)
 
 
-def _start(routing: Routing, user_id: str, target: str) -> Routing:
+def _start(routing: Routing, user_id: str, target: str, owner: str) -> Routing:
     if user_id in routing.moves:
         raise ConfigError(f"user {user_id!r} is already being moved (to {routing.moves[user_id].target})")
     if routing.ring_next is not None:
         raise ConfigError("a ring change is under way: finish it first (ripple shards add/remove)")
-    return routing.start_move(user_id, target, time.time())
+    return routing.start_move(user_id, target, time.time(), owner)
 
 
-def _switch(routing: Routing, user_id: str, digest: str) -> Routing:
+def _owned(routing: Routing, user_id: str, owner: str) -> Routing:
+    """The table unchanged if this run still owns the user's copying move; else the run must stop."""
+    move = routing.moves.get(user_id)
+    if move is None or move.state != COPYING or move.owner != owner:
+        raise ConfigError(f"the move of user {user_id!r} was taken over or changed by another process;"
+                          " this run stops (ripple shards status shows where it stands)")
+    return routing
+
+
+def _take_over(routing: Routing, user_id: str, owner: str) -> Routing:
     move = routing.moves.get(user_id)
     if move is None or move.state != COPYING:
-        raise ConfigError(f"the move of user {user_id!r} was changed by another process; run it again")
-    return routing.switch_move(user_id, digest)
+        raise ConfigError(f"the move of user {user_id!r} changed meanwhile; run it again")
+    return routing.take_over_move(user_id, owner)
 
 
-def _copy_and_verify(user_id: str, source: str, target: str, batch_size: int) -> Plan[tuple[str, int]]:
+def _switch(routing: Routing, user_id: str, digest: str, owner: str) -> Routing:
+    return _owned(routing, user_id, owner).switch_move(user_id, digest)
+
+
+def _copy_and_verify(core: "_ShardedCore", user_id: str, source: str, target: str, batch_size: int,
+                     owner: str) -> Plan[tuple[str, int]]:
     """Copy the user to the target and check the copy; ``(fingerprint, reads compared)``."""
     for _ in range(_COPY_ATTEMPTS):
+        _owned((yield from core._plan_routing(force=True)), user_id, owner)  # (never wipe a copy another run owns)
         yield Call(target, DeleteUser(user_id))  # a partial copy left by an earlier attempt
         records, documents, digest = yield from _snapshot(source, user_id)
         nodes = [r for r in records if not isinstance(r, EdgeRecord)]
@@ -198,6 +219,7 @@ def _copy_and_verify(user_id: str, source: str, target: str, batch_size: int) ->
         if documents:
             yield Call(target, RestoreDocuments(documents))
         checkpoint("copied")
+        _owned((yield from core._plan_routing(force=True)), user_id, owner)
         copied = yield from _snapshot(target, user_id)
         if copied[2] != digest:
             raise StoreError(f"the copy of user {user_id!r} on shard {target} differs from the original on {source}"
