@@ -66,6 +66,7 @@ __all__ = [
     "WriteBatch",
     "open_store",
     "as_async",
+    "store_exists",
     "is_neo4j_uri",
     "Credentials",
     "InProcessStore",
@@ -94,15 +95,16 @@ class Credentials:
 
 @overload
 def open_store(uri: str | os.PathLike[str], *, asynchronous: Literal[False] = False,
-               credentials: Credentials | None = None, **options: Any) -> GraphStore: ...
+               credentials: Credentials | None = None, create: bool = True, **options: Any) -> GraphStore: ...
 @overload
 def open_store(uri: str | os.PathLike[str], *, asynchronous: Literal[True],
-               credentials: Credentials | None = None, **options: Any) -> AsyncGraphStore: ...
+               credentials: Credentials | None = None, create: bool = True, **options: Any) -> AsyncGraphStore: ...
 def open_store(
     uri: str | os.PathLike[str],
     *,
     asynchronous: bool = False,
     credentials: Credentials | None = None,
+    create: bool = True,
     **options: Any,
 ) -> GraphStore | AsyncGraphStore:
     """Open the store a URI names (see the module docstring): the one place that knows the backends.
@@ -110,11 +112,13 @@ def open_store(
     ``asynchronous=True`` returns an :class:`AsyncGraphStore`: Neo4j through the
     driver's native async API, the embedded store through worker threads
     (:class:`~graphstore.threaded.ThreadedAsyncStore`).  ``credentials`` are
-    for server stores; ``options`` go to the backend's constructor.
+    for server stores; ``create=False`` makes a missing embedded store an
+    error (a server's database always exists); ``options`` go to the backend's
+    constructor.
     """
     text = os.fspath(uri)
     if text.startswith(_SHARDED_SCHEMES):
-        return _open_sharded(text, asynchronous, credentials, options)
+        return _open_sharded(text, asynchronous, credentials, create, options)
     if is_neo4j_uri(text):
         creds = credentials or Credentials()
         kwargs = {"user": creds.user, "password": creds.password, "database": creds.database, **options}
@@ -139,7 +143,7 @@ def open_store(
                           " neo4j://, neo4j+shards:// or shards:")
     from .sqlite import SQLiteStore
 
-    store = cast(GraphStore, SQLiteStore(text, **options))
+    store = cast(GraphStore, SQLiteStore(text, create=create, **options))
     return as_async(store) if asynchronous else store
 
 
@@ -147,10 +151,10 @@ _SHARDED_SCHEMES = ("shards:", *(s.replace("://", "+shards://") for s in _NEO4J_
 _SHARDED_OPTIONS = ("refresh", "move_wait", "grace")
 
 
-def _open_sharded(text: str, asynchronous: bool, credentials: Credentials | None,
+def _open_sharded(text: str, asynchronous: bool, credentials: Credentials | None, create: bool,
                   options: dict[str, Any]) -> GraphStore | AsyncGraphStore:
     """A sharded store (:mod:`graphstore.sharded`) over the stores the URI names, each opened on first use,
-    so a shard that is down fails only its own users."""
+    so a shard that is down fails only its own users (``create`` applies to each shard)."""
     from .sharded import AsyncShardedStore, ShardedStore, parse_sharded_uri
 
     names, uris = parse_sharded_uri(text)
@@ -158,13 +162,32 @@ def _open_sharded(text: str, asynchronous: bool, credentials: Credentials | None
 
     def opener(shard_uri: str) -> Any:
         if asynchronous:
-            return lambda: open_store(shard_uri, asynchronous=True, credentials=credentials, **options)
-        return lambda: open_store(shard_uri, credentials=credentials, **options)
+            return lambda: open_store(shard_uri, asynchronous=True, credentials=credentials, create=create, **options)
+        return lambda: open_store(shard_uri, credentials=credentials, create=create, **options)
 
     if asynchronous:
         return cast(AsyncGraphStore, AsyncShardedStore([opener(u) for u in uris], names=names, uris=uris, uri=text,
                                                        **own))
     return cast(GraphStore, ShardedStore([opener(u) for u in uris], names=names, uris=uris, uri=text, **own))
+
+
+def store_exists(uri: str | os.PathLike[str]) -> bool:
+    """False only for an embedded store that has not been created yet (servers always exist; a sharded
+    store exists when every shard does)."""
+    text = os.fspath(uri)
+    if text.startswith(_SHARDED_SCHEMES):
+        from .sharded import parse_sharded_uri
+
+        return all(store_exists(u) for u in parse_sharded_uri(text)[1])
+    if is_neo4j_uri(text) or text == "memory://":
+        return True
+    if text.startswith("sqlite://"):
+        text = text[len("sqlite://") :] or ":memory:"
+    if text == ":memory:":
+        return True
+    from .sqlite import store_file
+
+    return store_file(text).exists()
 
 
 def as_async(store: GraphStore | AsyncGraphStore) -> AsyncGraphStore:
