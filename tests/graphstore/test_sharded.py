@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 import graphstore._shardmove as shardmove
-from graphstore import AsyncGraphStore, GraphStore, SupportsShards, open_store
+from graphstore import AsyncGraphStore, GraphStore, SupportsShards, open_store, store_exists
 from graphstore._routing import DIRECTORY_KEY, DIRECTORY_USER, Routing, rendezvous
 from graphstore._shardmove import fingerprint
 from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, DocumentRecord, EdgeRecord, WriteBatch
@@ -114,6 +114,25 @@ def test_open_store_opens_sharded_stores(tmp_path: Path) -> None:
     a = open_store(f"shards:{tmp_path / 'a'};{tmp_path / 'b'}", asynchronous=True)
     assert isinstance(a, AsyncShardedStore) and isinstance(a, AsyncGraphStore)
 
+
+
+def test_a_store_that_must_exist_creates_no_shard(tmp_path: Path) -> None:
+    """``create=False`` (read commands) reaches every shard: a typo in a sharded URI is an error naming the
+    path, and nothing is created; the store exists once every shard does."""
+    uri = f"shards:{tmp_path / 'a'};{tmp_path / 'b'}"
+    assert not store_exists(uri)
+    s = open_store(uri, create=False)
+    with pytest.raises(StoreUnavailable, match="no ripple store at"):
+        s.users()
+    s.close()
+    assert not tmp_path.joinpath("a").exists() and not tmp_path.joinpath("b").exists()
+    s = open_store(uri)
+    s.write(WriteBatch(memories=[make_memory("m1", "u1", "用户一的记忆"), make_memory("m2", "u2", "memory of u2")]))
+    s.close()
+    assert store_exists(uri) and not store_exists(f"{uri};{tmp_path / 'c'}")
+    s = open_store(uri, create=False)
+    assert sorted(s.users()) == ["u1", "u2"]
+    s.close()
 
 # -- routing by id: one shard on the hot path ------------------------------------------------------------------
 class Counting:
