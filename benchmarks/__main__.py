@@ -1,4 +1,4 @@
-"""``python -m benchmarks {run,report}``: argparse dispatch; a command's module loads only when used."""
+"""``python -m benchmarks {run,report,supersession}``: argparse dispatch; a command's module loads only when used."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("benchmarks.run", "index datasets with methods and store raw per-query results as JSONL"),
     "report": ("benchmarks.report", "compute metrics from stored results; write summary.md/json and plots"),
+    "supersession": ("benchmarks.supersession", "score fact supersession on the labelled set (benchmarks/data/supersession)"),
 }
 
 
