@@ -140,8 +140,8 @@ def ingest(mem: Any, item: Item, mode: str, order: Sequence[int]) -> Outcome:
     listing = getattr(mem, "conflicts", None)
     if listing is not None and index:
         for c in listing(USER):
-            if c.new_id in index and c.old_id in index:
-                out.conflicts.append((index[c.new_id], index[c.old_id]))
+            if c.new.id in index and c.old.id in index:
+                out.conflicts.append((index[c.new.id], index[c.old.id]))
     out.supersedes.sort()
     out.retracts.sort()
     out.conflicts.sort()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .protocol import ACTIVE, INVALIDATED, STATUSES, SUPERSEDED, AsyncGraphStore, GraphStore
 from .records import (
+    EDGE_CONFLICTS,
     EDGE_MENTIONS,
     EDGE_NEXT,
     EDGE_RELATED,
@@ -39,6 +40,7 @@ __all__ = [
     "SUPERSEDED",
     "AsyncGraphStore",
     "GraphStore",
+    "EDGE_CONFLICTS",
     "EDGE_MENTIONS",
     "EDGE_NEXT",
     "EDGE_RELATED",

@@ -25,7 +25,7 @@ from .errors import (
     StoreUnavailable,
     UnknownUser,
 )
-from .models import Entity, Memory as MemoryRecord, PathStep, RecallHit, RecallResult, RecallTrace, ScoreParts
+from .models import Conflict, Entity, Memory as MemoryRecord, PathStep, RecallHit, RecallResult, RecallTrace, ScoreParts
 from .recall.config import (
     MergeConfig,
     RecallConfig,
@@ -44,6 +44,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncMemory",
     "ConfigError",
+    "Conflict",
     "Entity",
     "ExtractionError",
     "InvalidInput",

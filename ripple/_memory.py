@@ -21,14 +21,25 @@ from dataclasses import replace
 
 from pydantic import ValidationError
 
-from graphstore import ACTIVE, EDGE_SUPERSEDES, INVALIDATED, SUPERSEDED, AsyncGraphStore, GraphStore, WriteBatch, open_store
-from graphstore.records import MemoryRecord
+from graphstore import (
+    ACTIVE,
+    EDGE_CONFLICTS,
+    EDGE_SUPERSEDES,
+    INVALIDATED,
+    SUPERSEDED,
+    AsyncGraphStore,
+    GraphStore,
+    WriteBatch,
+    open_store,
+)
+from graphstore.records import EdgeRecord, MemoryRecord
 
 from ._blas import one_blas_thread
 from ._lifecycle import LifecycleConfig
 from .errors import ConfigError, InvalidInput, MemoryNotFound, UnknownUser
 from .models import (
     AddItem,
+    Conflict,
     Memory as MemoryModel,
     PathStep,
     RecallHit,
@@ -268,6 +279,10 @@ class _BaseMemory:
             return call.args[0].result()
         if call.method == "embed":
             return self.embedder.encode(call.args[0])
+        if call.method == "extract":
+            return self.extractor.extract_many(call.args[0])
+        if call.method == "judge":
+            return _judge_answers(self.lifecycle.judge, call.args[0])
         if call.method == "cross_encode":
             model_name, pairs = call.args
             if not model_name:
@@ -365,8 +380,10 @@ class _BaseMemory:
         yield Call("write", (WriteBatch(memories=[full]),))
         return _to_model(full)
 
-    def _op_versions(self, records: Sequence[MemoryRecord], user_id: str) -> Generator[Call, Any, list[list[MemoryRecord]]]:
-        """Each record's versions (itself, what it superseded and what superseded it), oldest first.
+    def _op_versions(self, records: Sequence[MemoryRecord], user_id: str, *, conflicts: bool = False
+                     ) -> Generator[Call, Any, list[list[MemoryRecord]]]:
+        """Each record's versions (itself, what it superseded and what superseded it), oldest first;
+        with ``conflicts``, also the memories an open conflict joins it to (its possible versions).
 
         Records that are versions of one another share one list."""
         parent = {r.id: r.id for r in records}  # union-find over SUPERSEDES edges
@@ -382,9 +399,11 @@ class _BaseMemory:
         for _ in range(_MAX_VERSIONS):
             if not frontier:
                 break
-            rows = yield Call("expand", (user_id, frontier, [EDGE_SUPERSEDES]))
+            rows = yield Call("expand", (user_id, frontier, [EDGE_SUPERSEDES, *([EDGE_CONFLICTS] if conflicts else [])]))
             nxt = []
             for n in rows:
+                if n.type == EDGE_CONFLICTS and n.weight <= 0:
+                    continue  # a resolved conflict joins nothing
                 if n.target not in parent:
                     parent[n.target] = n.target
                     nxt.append(n.target)
@@ -398,6 +417,33 @@ class _BaseMemory:
             if mid in known:
                 members.setdefault(root(mid), []).append(known[mid])
         return [sorted(members[root(r.id)], key=lambda m: (m.at, m.created_at, m.id)) for r in records]
+
+    def _op_conflicts(self, user_id: str) -> Generator[Call, Any, list[Conflict]]:
+        yield from self._op_require_user(user_id)
+        edges = [e for e in (yield Call("list_edges", (user_id, [EDGE_CONFLICTS]))) if e.weight > 0]
+        ids = sorted({e.src for e in edges} | {e.dst for e in edges})
+        records = {r.id: r for r in (yield Call("get_memories", (ids,)))} if ids else {}
+        out = []
+        for e in edges:
+            new, old = records.get(e.src), records.get(e.dst)
+            if new is None or old is None or new.status != ACTIVE or old.status != ACTIVE:
+                continue  # settled since: one of them was superseded, forgotten or deleted
+            out.append(_conflict(new, old, e.at))
+        return sorted(out, key=lambda c: (c.at or c.new.at, c.new.id, c.old.id))
+
+    def _op_resolve_conflict(self, new_id: str, old_id: str, supersedes: bool) -> Generator[Call, Any, None]:
+        new = yield from self._op_get_record(new_id, with_vectors=True)
+        old = yield from self._op_get_record(old_id, with_vectors=True)
+        rows = yield Call("expand", (new.user_id, [new.id], [EDGE_CONFLICTS]))
+        if old.user_id != new.user_id or not any(n.target == old.id and n.weight > 0 for n in rows):
+            raise InvalidInput(f"no open conflict between {new_id!r} and {old_id!r}")
+        src, dst = (new, old) if any(n.target == old.id and n.source == new.id for n in rows) else (old, new)
+        batch = WriteBatch(edges=[EdgeRecord(src.id, EDGE_CONFLICTS, dst.id, new.user_id, 0.0, at=max(new.at, old.at))])
+        if supersedes:  # the later statement wins, as a high-confidence supersession would have
+            later, earlier = (new, old) if (new.at, new.id) >= (old.at, old.id) else (old, new)
+            batch.memories.append(replace(earlier, status=SUPERSEDED, valid_to=later.at))
+            batch.edges.append(EdgeRecord(later.id, EDGE_SUPERSEDES, earlier.id, new.user_id, 1.0, at=later.at))
+        yield Call("write", (batch,))
 
     def _op_history(self, memory_id: str) -> Generator[Call, Any, list[MemoryModel]]:
         rec = yield from self._op_get_record(memory_id)
@@ -452,7 +498,8 @@ class _BaseMemory:
         ``by_id``: the hits' records, as the recall plan already fetched them."""
         from .models import RecallHit
 
-        groups = yield from self._op_versions([by_id[h.memory.id] for h in result.hits if h.memory.id in by_id], user_id)
+        groups = yield from self._op_versions([by_id[h.memory.id] for h in result.hits if h.memory.id in by_id], user_id,
+                                              conflicts=True)
         hits_by_id = {h.memory.id: h for h in result.hits}
         out: list[RecallHit] = []
         placed: set[str] = set()
@@ -495,6 +542,28 @@ class _BaseMemory:
         if call.method in _BATCH_SEARCHES and not hasattr(store, call.method):
             return None
         return getattr(store, call.method)
+
+
+def _conflict(new: MemoryRecord, old: MemoryRecord, at: float | None) -> Conflict:
+    """A conflict between two stored memories, with the explanation whichever of them recorded."""
+    note: dict[str, Any] = {}
+    for rec, other in ((new, old), (old, new)):
+        meta = json.loads(rec.metadata_json).get("ripple") or {}
+        note = next((n for n in meta.get("conflicts", ()) if n.get("memory") == other.id), note)
+    values, frames = note.get("value"), note.get("frame")
+    return Conflict(new=_to_model(new), old=_to_model(old), confidence=str(note.get("confidence", "medium")),
+                    values=tuple(values) if values else None, frames=tuple(frames) if frames else None,
+                    why=str(note.get("why", "")), at=_dt(at))
+
+
+def _judge_answers(judge: Any, cases: Sequence[Any]) -> list[str]:
+    """The configured judge's answers, checked: one of 'supersedes', 'conflict', 'unrelated' per case."""
+    if judge is None:
+        raise ConfigError("no judge is configured (LifecycleConfig.judge)")
+    answers = list(judge(cases))
+    if len(answers) != len(cases) or any(a not in ("supersedes", "conflict", "unrelated") for a in answers):
+        raise ConfigError("the judge must answer 'supersedes', 'conflict' or 'unrelated' for each case, in order")
+    return answers
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -640,6 +709,18 @@ class Memory(_BaseMemory):
     def history(self, memory_id: str) -> list[MemoryModel]:
         """Every version of a memory (what it superseded and what superseded it), oldest first."""
         return self._drive(self._op_history(memory_id))
+
+    def conflicts(self, user_id: str) -> list[Conflict]:
+        """Open conflicts of a user: pairs of active memories that may state the same thing with a
+        different value, which the write path was not sure enough of to supersede.  Oldest first."""
+        return self._drive(self._op_conflicts(self._check_user(user_id)))
+
+    def resolve_conflict(self, new_id: str, old_id: str, *, supersedes: bool) -> None:
+        """Settle a conflict: ``supersedes=True`` makes the later of the two supersede the earlier
+        (status, ``valid_to``, SUPERSEDES edge); ``False`` keeps both as they are.  Either way the
+        conflict is no longer listed."""
+        with self._write_lock:
+            self._drive(self._op_resolve_conflict(new_id, old_id, supersedes))
 
     def maintain(self, *, user_id: str, now: datetime | None = None) -> dict[str, int]:
         """A maintenance pass: how many of a user's memories are in each forgetting tier now.
@@ -799,6 +880,15 @@ class AsyncMemory(_BaseMemory):
 
     async def history(self, memory_id: str) -> list[MemoryModel]:
         return await self._drive(self._op_history(memory_id))
+
+    async def conflicts(self, user_id: str) -> list[Conflict]:
+        """Open conflicts of a user (see :meth:`Memory.conflicts`)."""
+        return await self._drive(self._op_conflicts(self._check_user(user_id)))
+
+    async def resolve_conflict(self, new_id: str, old_id: str, *, supersedes: bool) -> None:
+        """Settle a conflict (see :meth:`Memory.resolve_conflict`)."""
+        async with self._write_lock:
+            await self._drive(self._op_resolve_conflict(new_id, old_id, supersedes))
 
     async def maintain(self, *, user_id: str, now: datetime | None = None) -> dict[str, int]:
         return await self._drive(self._op_maintain(user_id, None if now is None else _ts(now)))

@@ -25,6 +25,7 @@ __all__ = [
     "RecallTrace",
     "RecallResult",
     "AddItem",
+    "Conflict",
     "MAX_TEXT_CHARS",
 ]
 
@@ -144,6 +145,21 @@ class RecallResult(_Frozen):
     def texts(self) -> list[str]:
         """The hits' texts in rank order."""
         return [h.memory.text for h in self.hits]
+
+
+class Conflict(_Frozen):
+    """Two active memories that may state the same thing with different values: a supersession ripple
+    was not sure enough of to apply ("was 50k, possibly now 60k").  Listed by
+    :meth:`ripple.Memory.conflicts` for an agent or a person to resolve with
+    :meth:`ripple.Memory.resolve_conflict`."""
+
+    new: Memory = Field(description="the later statement (by event time)")
+    old: Memory = Field(description="the earlier statement it may replace")
+    confidence: str = Field("medium", description="how sure the write path was: medium")
+    values: tuple[str, str] | None = Field(None, description="(old value, new value) as written")
+    frames: tuple[str, str] | None = Field(None, description="(old clause, new clause) that were compared")
+    why: str = Field("", description="the reasons, as recorded in the memory's metadata['ripple']")
+    at: datetime | None = Field(None, description="when the conflict arose (the later event time)")
 
 
 class AddItem(_Frozen):
