@@ -45,10 +45,11 @@ it costs tens of microseconds per text and needs no model of its own.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Any, Sequence
 
 from .base import Extraction
 from .normalize import CHAT_WORDS
@@ -65,6 +66,8 @@ AMOUNT, MONEY, COUNT, DATE, WEEKDAY, TIME, FUTURE, YEAR, DURATION, EMAIL, PHONE,
 )
 PERSON = "person"  # a name tagged as a person: it takes the place of a person
 PROPER = "proper"  # a proper noun of no known type (spaCy's PROPN, jieba's nz/nrt): a person or another name
+_NAME_KINDS = frozenset({NAME, PERSON, PROPER, PHRASE})
+_PROPER_NAMES = frozenset({NAME, PERSON, PROPER})
 #: A plain number ("50k") may be money ("60,000 euros") or a count ("14 people"); those two never compare.
 NUMERIC = frozenset({AMOUNT, MONEY, COUNT})
 TEMPORAL = frozenset({DATE, WEEKDAY, TIME, FUTURE, YEAR})
@@ -115,6 +118,7 @@ class Frame:
     addition: bool
     negations: tuple[int, ...]  # offsets (in the text) where a negation word ends
     attributes: frozenset[str] = frozenset()  # attributes of the fact rules whose value is in this clause
+    groups: frozenset[str] = frozenset()  # value_group() of each value kind of its slots
     marked: bool = False  # its sentence has a change marker ("now", "moved", "改到")
     strong: bool = False  # its sentence has a marker that names a change ("moved", "took over", "改到")
     strong_here: bool = False  # the clause itself has one
@@ -174,6 +178,18 @@ _EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (DATE, re.compile(rf"\b(?:in|by|until|till|from|since|before|after|of)\s+(?-i:Jan|January|Feb|February|Mar|March"
                       r"|Apr|April|May|June?|July?|Aug|August|Sept?|September|Oct|October|Nov|November|Dec|December)\b")),
 )
+_DIGIT = re.compile(r"\d")
+_MONTH_NEEDLES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_NUMBER_NEEDLES = ("0", *(w.split()[-1] for w in _NUMBER_WORDS))
+# what a text must contain (lower-cased; "0" for any digit) for each of _EN_PATTERNS to be tried
+_EN_NEEDLES: tuple[tuple[str, ...], ...] = (
+    ("@",), ("0",), ("yesterday", "last", "ago", "earlier", "morning", "other day"), ("0",),
+    ("0", "noon", "midnight"), ("per ", "each ", "every "), ("0", *_MONTH_NEEDLES), ("day",),
+    ("min", "hour", "hr", "day", "week", "month", "year", "yr"),
+    ("today", "tonight", "tomorrow", "this ", "next ", "coming "),
+    ("$", "€", "£", "¥", "dollar", "usd", "euro", "eur", "pound", "gbp", "yuan", "rmb", "cny", "yen", "jpy", "buck"),
+    ("0",), ("0",), _NUMBER_NEEDLES, _MONTH_NEEDLES,
+)
 _TIME_AT = re.compile(r"\bat\s+(\d{1,2})(?=\s*(?:$|[.,!?;]|o'clock|tonight|tomorrow|today|sharp|instead|then))", _F)
 
 # --------------------------------------------------------------------------- Chinese values
@@ -199,6 +215,14 @@ _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (IDENT, re.compile(r"[A-Za-z]{1,3}-?\d+(?:\.\d+)*[A-Za-z]?")),
     (AMOUNT, re.compile(rf"(?<![第唯统万])(?:{_ZH_NUMERAL})(?:个|位|名|间|次|兆|张|台|盒|人|座)?"
                         r"(?![起下直些样定般致切共旦边点])")),
+)
+_ZH_NUM_NEEDLES = ("0", *"零〇一二两三四五六七八九十百千万亿")
+_ZH_NEEDLES: tuple[tuple[str, ...], ...] = (
+    ("@",), ("0",), ("0",), ("点", ":", "："), ("月", "号", "日"), ("周", "星期", "礼拜"),
+    ("昨", "前", "上周", "上个", "上星期", "去年", "刚", "以前", "之前", "那天"),
+    ("今", "明", "后天", "下周", "下个", "下星期", "本周", "这周", "这个月", "本月", "底"),
+    ("分钟", "小时", "天", "周", "星期", "月", "年"), ("每",),
+    ("¥", "￥", "元", "块", "美元", "欧元", "英镑", "日元"), ("0",), _ZH_NUM_NEEDLES,
 )
 
 # --------------------------------------------------------------------------- markers and words
@@ -406,7 +430,11 @@ def _typed_values(message: str, offset: int, lang: str) -> list[Value]:
             taken[k] = 1
         out.append(Value(kind, _normalise(kind, text, lang), start + offset, end + offset, text))
 
-    for kind, pattern in _ZH_PATTERNS if lang == "zh" else _EN_PATTERNS:
+    low = message.lower()
+    digit = _DIGIT.search(message) is not None
+    for (kind, pattern), needles in zip(*((_ZH_PATTERNS, _ZH_NEEDLES) if lang == "zh" else (_EN_PATTERNS, _EN_NEEDLES))):
+        if needles and not (digit and "0" in needles or any(n in low for n in needles if n != "0")):
+            continue  # (most texts hold no value: a substring test spares the scan)
         for m in pattern.finditer(message):
             add(kind, m.start(), m.end())
     if lang != "zh":
@@ -444,6 +472,7 @@ def _zh_amount_ok(text: str) -> bool:
 # --------------------------------------------------------------------------- frames
 
 
+@functools.lru_cache(maxsize=4096)
 def value_groups(text: str, lang: str) -> frozenset[str]:
     """The groups of typed values ("number", "temporal", "duration", "phone"...) a raw text holds: a
     cheap test, without extraction, of whether it can state a value of the same kind as another text."""
@@ -451,8 +480,9 @@ def value_groups(text: str, lang: str) -> frozenset[str]:
 
 
 def value_group(kind: str) -> str:
-    """Which values compare with a value of ``kind``: numbers with numbers, dates and times together."""
-    return "number" if kind in NUMERIC else "temporal" if kind in TEMPORAL else kind
+    """Which values compare with a value of ``kind``: numbers with numbers, dates and times together,
+    names of any kind with names and phrases."""
+    return "number" if kind in NUMERIC else "temporal" if kind in TEMPORAL else "name" if kind in _NAME_KINDS else kind
 
 
 def change_markers(message: str, lang: str, *, strong: bool = False) -> tuple[str, ...]:
@@ -584,58 +614,75 @@ def _named_values(ex: Extraction, full: str, offset: int, typed: list[Value], sp
     return names, typed, nominal
 
 
-def frames_of(ex: Extraction, *, text: str | None = None, every_clause: bool = False) -> tuple[Frame, ...]:
-    """The frames of one extracted text.
+def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
+    """The frames of one extracted text: its clauses that carry a value or whose sentence names a change.
 
-    By default only the clauses that carry a value or whose text has a change marker (what a
-    new statement needs to replace an older one); with ``every_clause`` all of them (what an
-    older statement may be replaced in).  ``text`` defaults to ``ex.text``; the speaker prefix
-    of a "Speaker: message" turn is not part of any clause (its first person is ``@<speaker>``).
-    A clause whose subject is a pronoun ("it now lands at 8:30pm", "他...") also carries the
-    words and subjects of the clause before it.
+    ``text`` defaults to ``ex.text``; the speaker prefix of a "Speaker: message" turn is not part
+    of any clause (its first person is ``@<speaker>``).  Questions, "[...]" descriptions and a name
+    alone ("Thanks, Mel!") are no statements.  A clause without words of its own, or whose subject
+    is a pronoun ("it now lands at 8:30pm", "现在十四个人了"), also carries the words and subjects
+    of the clause before it.
     """
     full = unicodedata.normalize("NFKC", text if text is not None else ex.text).replace("\u2019", "'")
     speaker = ex.extra.get("speaker") if ex.extra else None
     offset = _message_start(full, ex)
     message = full[offset:]
     lang = "zh" if ex.language == "zh" else "en"
+    me = f"@{speaker}" if speaker else "@self"
     typed = _typed_values(message, offset, lang)
     names, typed, nominal = _named_values(ex, full, offset, typed, speaker, lang)
     values = sorted(typed + names, key=lambda v: v.start)
-    fact_spans = _fact_spans(ex, full, values)
-    context = frozenset((v.kind, v.norm) for v in values if v.kind != PAST)
-    negation = _NEGATION_ZH if lang == "zh" else _NEGATION_EN
-    ends = [m.end() + offset for m in negation.finditer(message)]
-    denied = frozenset(v.norm for v in values if any(0 <= v.start - e <= 8 for e in ends))
-    text_words = frozenset(_words(message, lang)) | {w for v in values for w in _words(v.text, lang)}
     sentences = [(m.start(), m.end()) for m in _SENTENCE.finditer(message)]
+    marks = _marker_spans(message, sentences, lang)
+    clauses = _clauses(message, lang)
     out: list[Frame] = []
-    previous: Frame | None = None
-    for a, b in _clauses(message, lang):
+    shared: dict[str, Any] = {}  # what all frames of the text carry, computed for the first one
+    for k, (a, b) in enumerate(clauses):
         a0, b0 = a + offset, b + offset
         vals = tuple(v for v in values if a0 <= v.start < b0)
         vals = vals + _phrase_value(full, a0, b0, vals, lang)
         x, y = next(((x, y) for x, y in sentences if x <= a < y), (a, b))
-        sentence = message[x:y]
-        if _QUESTION.search(sentence.rstrip()) or _in_brackets(message, a):
+        if _QUESTION.search(message[x:y].rstrip()) or _in_brackets(message, a):
             continue  # a question states no value; "[shares a photo of ...]" describes, it does not state
-        weak, strong = bool(change_markers(sentence, lang)), bool(change_markers(sentence, lang, strong=True))
-        event = any(v.kind == PAST and x + offset <= v.start < y + offset for v in values)
-        frame = replace(_frame(full, a0, b0, vals, nominal, lang, f"@{speaker}" if speaker else "@self"),
-                        marked=weak, strong=strong, event=event,
-                        strong_here=bool(change_markers(message[a:b], lang, strong=True)))
-        if not frame.words and not frame.subjects and all(s.kinds <= {NAME, PERSON, PROPER} for s in frame.slots):
+        strong = any(x <= s < y and hard for s, _, hard in marks)
+        if not strong and not any(v.kind != PAST for v in vals):
+            continue
+        frame = replace(_frame(full, a0, b0, vals, nominal, lang, me),
+                        marked=any(x <= s < y for s, _, _ in marks), strong=strong,
+                        strong_here=any(a <= s < b and hard for s, _, hard in marks),
+                        event=any(v.kind == PAST and x + offset <= v.start < y + offset for v in values))
+        if not frame.words and not frame.subjects and all(s.kinds <= _PROPER_NAMES for s in frame.slots):
             continue  # "Thanks, Mel!": a name alone is who is spoken to, not a statement
-        if previous is not None and (not frame.words or (_PRONOUN_START_ZH if lang == "zh" else _PRONOUN_START_EN
-                                                         ).match(frame.clause)):
+        if k and (not frame.words or (_PRONOUN_START_ZH if lang == "zh" else _PRONOUN_START_EN).match(frame.clause)):
             # "it now lands at 8:30pm", "现在十四个人了": the clause is about what the one before named
-            frame = replace(frame, words=previous.words + frame.words, nominal=previous.nominal | frame.nominal,
-                            subjects=previous.subjects | frame.subjects)
-        previous = frame
-        if any(v.kind != PAST for v in vals) or every_clause or strong:
-            attrs = frozenset(a for a, at in fact_spans if a0 <= at < b0)
-            out.append(replace(frame, attributes=attrs, context=context, text_words=text_words, denied=denied))
+            pa, pb = clauses[k - 1]
+            before = _frame(full, pa + offset, pb + offset, (), nominal, lang, me)
+            frame = replace(frame, words=before.words + frame.words, nominal=before.nominal | frame.nominal,
+                            subjects=before.subjects | frame.subjects)
+        if not shared:
+            negation = _NEGATION_ZH if lang == "zh" else _NEGATION_EN
+            ends = [m.end() + offset for m in negation.finditer(message)]
+            shared = {
+                "facts": _fact_spans(ex, full, values),
+                "context": frozenset((v.kind, v.norm) for v in values if v.kind != PAST),
+                "text_words": frozenset(_words(message, lang)) | {w for v in values for w in _words(v.text, lang)},
+                "denied": frozenset(v.norm for v in values if any(0 <= v.start - e <= 8 for e in ends)),
+            }
+        out.append(replace(frame, attributes=frozenset(att for att, at in shared["facts"] if a0 <= at < b0),
+                           context=shared["context"], text_words=shared["text_words"], denied=shared["denied"]))
     return tuple(out)
+
+
+def _marker_spans(message: str, sentences: Sequence[tuple[int, int]], lang: str) -> list[tuple[int, int, bool]]:
+    """``(start, end, strong)`` of the change markers of a message, none in a sentence that says
+    nothing changed ("still", "as usual", "没变")."""
+    same = _SAME_ZH if lang == "zh" else _SAME_EN
+    quiet = [(x, y) for x, y in sentences if same.search(message, x, y)]
+    strong = _STRONG_ZH if lang == "zh" else _STRONG_EN
+    hard = {m.start() for m in strong.finditer(message)}
+    return [(m.start(), m.end(), m.start() in hard)
+            for m in (_CHANGE_ZH if lang == "zh" else _CHANGE_EN).finditer(message)
+            if not any(x <= m.start() < y for x, y in quiet)]
 
 
 def _fact_spans(ex: Extraction, full: str, values: Sequence[Value]) -> list[tuple[str, int]]:
@@ -728,7 +775,9 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
         subjects.add(me)
     addition = bool((_ADDITION_ZH if lang == "zh" else _ADDITION_EN).search(clause))
     negations = tuple(m.end() + a for m in (_NEGATION_ZH if lang == "zh" else _NEGATION_EN).finditer(clause))
-    return Frame(clause=clause, start=a, slots=_slots(full, values, lang), words=words, nominal=frozenset(nominal),
+    slots = _slots(full, values, lang)
+    return Frame(clause=clause, start=a, slots=slots, groups=frozenset(value_group(k) for x in slots for k in x.kinds),
+                 words=words, nominal=frozenset(nominal),
                  subjects=frozenset(subjects), masked=re.sub(r"\s+", " ", "".join(masked)).strip(),
                  addition=addition, negations=negations)
 

@@ -270,7 +270,7 @@ def lifecycle_plan(
     # ---- statements: a new value of the same statement supersedes the old one (see ripple._supersede)
     if cfg.supersede:
         yield from _statement_plan(user, order, prepared, mem_ids, resolved, cfg, d, near, fact_keys, mentions,
-                                   fetch, current, stored)
+                                   terms, fetch, current, stored)
     return d
 
 
@@ -289,8 +289,8 @@ class _Decision:
 def _statement_plan(
     user: str, order: Sequence[int], prepared: Sequence["Prepared"], mem_ids: Sequence[str],
     resolved: dict[str, str], cfg: LifecycleConfig, d: Decisions, near: dict[int, list[tuple[str, float]]],
-    fact_keys: dict[int, set[tuple[str, str]]], mentions: dict[int, set[str]], fetch: Any, current: Any,
-    stored: dict[str, MemoryRecord],
+    fact_keys: dict[int, set[tuple[str, str]]], mentions: dict[int, set[str]], terms: dict[int, list[str]],
+    fetch: Any, current: Any, stored: dict[str, MemoryRecord],
 ) -> Generator[Call, Any, None]:
     """Find, for each new item that states a value, the active memories it replaces (see
     :mod:`ripple._supersede`), and record the decisions in ``d``.
@@ -303,13 +303,12 @@ def _statement_plan(
     order; a stored memory newer than the item makes the item history."""
     import numpy as np
 
-    from extractors.frames import frames_of
-
+    items = [i for i in order if d.status.get(i) != INVALIDATED and d.kind.get(i) != "retraction"
+             and not d.notes.get(i, {}).get("corrects")]
+    framed = (yield Call("frames", ([prepared[i].item.text for i in items],), local=True)) if items else []
     new_frames: dict[int, tuple[Any, ...]] = {}
-    for i in order:
-        if d.status.get(i) == INVALIDATED or d.kind.get(i) == "retraction" or d.notes.get(i, {}).get("corrects"):
-            continue
-        frames = tuple(f for f in frames_of(prepared[i].extraction) if promising(f))
+    for i, (frames, _speaker) in zip(items, framed):
+        frames = tuple(f for f in frames if promising(f))
         if frames:
             new_frames[i] = frames
     if not new_frames:
@@ -352,25 +351,23 @@ def _statement_plan(
     if wanted:
         yield from fetch(wanted)
     # only candidates whose text can hold a comparable value are parsed (a regular-expression test)
-    texts = {m: current(m).text for m in wanted if m in stored and current(m).status == ACTIVE
-             and current(m).kind != "retraction"}
-    texts.update((mem_ids[j], prepared[j].item.text) for js in batch_cands.values() for j in js)
+    texts = {m: (current(m).text, current(m).terms) for m in wanted if m in stored
+             and current(m).status == ACTIVE and current(m).kind != "retraction"}
+    texts.update((mem_ids[j], (prepared[j].item.text, terms[j])) for js in batch_cands.values() for j in js)
     for i, frames in new_frames.items():
-        test = worth_parsing(frames, prepared[i].extraction)
-        cands[i] = {m for m in cands[i] if m in texts and test(texts[m])}
-        batch_cands[i] = [j for j in batch_cands[i] if test(texts[mem_ids[j]])]
+        test = worth_parsing(frames, prepared[i].extraction, terms[i])
+        cands[i] = {m for m in cands[i] if m in texts and test(*texts[m])}
+        batch_cands[i] = [j for j in batch_cands[i] if test(*texts[mem_ids[j]])]
     old_ids = sorted({m for ms in cands.values() for m in ms})
     # every clause of a memory that may be replaced (a stored memory newer than the item is the one
     # that replaces: the roles swap); one speaker's statement is never replaced by another's
+    old_ids += sorted({mem_ids[j] for js in batch_cands.values() for j in js})
     old_frames: dict[str, tuple[Any, ...]] = {}
     speaker_of: dict[str, Any] = {}
     if old_ids:
-        extracted = yield Call("extract", ([texts[m] for m in old_ids],), local=True)
-        for m, ex in zip(old_ids, extracted):
-            old_frames[m], speaker_of[m] = frames_of(ex, every_clause=True), ex.extra.get("speaker")
-    for j in {j for js in batch_cands.values() for j in js}:
-        old_frames[mem_ids[j]] = frames_of(prepared[j].extraction, every_clause=True)
-        speaker_of[mem_ids[j]] = prepared[j].extraction.extra.get("speaker")
+        for m, (frames, speaker) in zip(old_ids, (yield Call("frames", ([texts[m][0] for m in old_ids],),
+                                                             local=True))):
+            old_frames[m], speaker_of[m] = frames, speaker
 
     # ---- the frames compared, then graded by the cosine of their masked clauses
     found: list[tuple[int, str, float, Verdict]] = []
@@ -384,7 +381,8 @@ def _statement_plan(
             if at <= prepared[i].at:
                 pairs = [(old, new) for old in theirs for new in frames]
             else:
-                mine = mine if mine is not None else frames_of(prepared[i].extraction, every_clause=True)
+                if mine is None:
+                    ((mine, _),) = yield Call("frames", ([prepared[i].item.text],), local=True)
                 pairs = [(old, new) for old in mine for new in theirs if promising(new)]
             for old, new in pairs:
                 v = structural_match(old, new, multi_valued=cfg.multi_valued)

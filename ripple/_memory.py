@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Iterator, Mapping, Sequence, TypeVar
@@ -67,6 +68,7 @@ _CHUNK = 256  # items per atomic write batch in add_many
 _MAX_VERSIONS = 50  # hops followed along SUPERSEDES edges
 _PAGE = 5_000  # memories per page when a maintenance pass walks a user's memories
 _BATCH_SEARCHES = {"nearest_entities_batch": "nearest_entities", "nearest_memories_batch": "nearest_memories"}
+_RECENT_PARSES = 4096  # extractions kept for the write path's comparisons (a few MB)
 
 
 def _ts(value: datetime) -> float:
@@ -119,6 +121,7 @@ class _BaseMemory:
         self._model_lock = threading.Lock()
         self._cross_encoders: dict[str, Any] = {}
         self._query_encoder: ThreadPoolExecutor | None = None
+        self._recent: OrderedDict[str, tuple[Any, Any]] = OrderedDict()  # text -> (extraction, frames): see _frames
 
     # -- models (loaded on first use) -------------------------------------------------
     @property
@@ -218,10 +221,41 @@ class _BaseMemory:
                 return []
             vectors, tokens = self.embedder.encode_with_tokens([texts[n] for n in keep])
         now = self._clock()
+        for n in keep:
+            self._remember_parse(texts[n], extractions[n])
         return [
             Prepared(items[n], extractions[n], _ts(items[n].at) if items[n].at else now, vectors[j], tokens[j])
             for j, n in enumerate(keep)
         ]
+
+    def _frames(self, texts: Sequence[str]) -> list[tuple[Any, Any]]:
+        """``(frames, speaker)`` of texts the write path compares (see :func:`extractors.frames.frames_of`)
+        with each other.  The texts this process wrote or compared lately come from a small cache: most
+        candidates of a batch were written by the batches before it, and were framed then."""
+        from extractors.frames import frames_of
+
+        with self._model_lock:
+            cached = {t: self._recent[t] for t in texts if t in self._recent}
+        missing = [t for t in dict.fromkeys(texts) if t not in cached]
+        if missing:
+            for t, ex in zip(missing, self.extractor.extract_many(missing)):
+                cached[t] = self._remember_parse(t, ex)
+        out = []
+        for t in texts:
+            ex, frames = cached[t]
+            if frames is None:
+                frames = frames_of(ex)
+                self._remember_parse(t, ex, frames)
+            out.append((frames, ex.extra.get("speaker")))
+        return out
+
+    def _remember_parse(self, text: str, extraction: Any, frames: Any = None) -> tuple[Any, Any]:
+        with self._model_lock:
+            self._recent[text] = (extraction, frames)
+            self._recent.move_to_end(text)
+            while len(self._recent) > _RECENT_PARSES:
+                self._recent.popitem(last=False)
+        return extraction, frames
 
     def _query_input(self, query: str, user_id: str, k: int, mode: str, config: RecallConfig) -> QueryInput:
         from extractors.text import detect_language, lexical_tokens
@@ -279,8 +313,8 @@ class _BaseMemory:
             return call.args[0].result()
         if call.method == "embed":
             return self.embedder.encode(call.args[0])
-        if call.method == "extract":
-            return self.extractor.extract_many(call.args[0])
+        if call.method == "frames":
+            return self._frames(call.args[0])
         if call.method == "judge":
             return _judge_answers(self.lifecycle.judge, call.args[0])
         if call.method == "cross_encode":

@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 from extractors.frames import (
     AMOUNT, IDENT, NAME, NUMERIC, PERSON, PHRASE, PLACEHOLDERS, PROPER, RATE, TEMPORAL, UNRESOLVED, Frame, Slot,
-    content_words, value_group, value_groups,
+    value_group, value_groups,
 )
 from extractors.text import has_cjk
 
@@ -39,6 +39,7 @@ __all__ = ["Verdict", "JudgeCase", "structural_match", "promising", "worth_parsi
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
 _NAMES = frozenset({NAME, PERSON, PROPER, PHRASE})
+_NOT_VALUES = frozenset({IDENT, RATE})
 _SHORT = 4  # words of a clause short enough to be read as a plain statement of one value
 #: Cosine of the masked clauses at or above which a compatible pair is close enough to act on.
 DENSE_HIGH = 0.4
@@ -164,22 +165,26 @@ def promising(frame: Frame) -> bool:
         frame.marked or len(frame.words) <= _SHORT)
 
 
-def worth_parsing(frames: Sequence[Frame], ex: Any) -> Callable[[str], bool]:
-    """A cheap test of whether an older text can hold a value the new ``frames`` may replace: a value
-    of the same group in it (regular expressions, no parse), or, for a name or a named change, a
-    word in common (or a text short enough to be one statement)."""
+def worth_parsing(frames: Sequence[Frame], ex: Any, terms: Sequence[str]
+                  ) -> Callable[[str, Sequence[str]], bool]:
+    """A cheap test of whether an older text (with its lexical terms) can hold a value the new
+    ``frames`` may replace: a word in common (the statement is about something both name), unless
+    the new text names a change ("I moved to ...", which needs no word in common with "I live
+    in ..."), and a value of the same group in it (regular expressions, no parse) or, for a name, a
+    text short enough to be one statement."""
     lang = "zh" if ex.language == "zh" else "en"
     groups = {value_group(k) for f in frames for slot in f.slots for k in slot.kinds}
-    by_name = any(f.strong for f in frames) or bool(groups & {value_group(k) for k in _NAMES})
-    words = set(content_words(ex.text, lang)) if by_name else set()
+    strong = any(f.strong for f in frames)
+    by_name = strong or bool(groups & {value_group(k) for k in _NAMES})
+    mine = {t for t in terms if len(t) > 1 or not has_cjk(t)}
 
-    def test(text: str) -> bool:
+    def test(text: str, theirs: Sequence[str]) -> bool:
+        shared = not mine.isdisjoint(theirs)
+        if not (shared or strong):
+            return False
         if groups & value_groups(text, lang):
             return True
-        if not by_name:
-            return False
-        theirs = content_words(text, lang)
-        return bool(words.intersection(theirs)) or len(theirs) <= _SHORT
+        return by_name and (shared or len(text) <= (12 if lang == "zh" else 48))
 
     return test
 
@@ -193,6 +198,8 @@ def structural_match(old: Frame, new: Frame, *, multi_valued: frozenset[str] = f
     marker; only different ones ("employer" / "location") are different statements unless the text
     marks a change; a shared attribute that takes many values at once (``multi_valued``:
     "preference", "language") is an addition."""
+    if not new.groups & old.groups - _NOT_VALUES:
+        return None  # no value of a kind the old clause has
     reasons: list[str] = []
     marked, strong = new.marked, new.strong  # (the markers of the new clause's sentence)
     if old.event or (new.event and not strong):
