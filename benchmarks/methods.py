@@ -168,9 +168,11 @@ def _top_k(scores: "np.ndarray", k: int) -> list[int]:
 class RippleMethod:
     """ripple's own recall through its public API (``ripple.Memory``).
 
-    ``mode`` is passed to ``Memory.recall`` ("ripple", "flat", "bm25",
-    "hybrid", "ppr").  ``config_overrides`` is a nested dict merged onto the
-    default ``ripple.RecallConfig`` (e.g. ``{"spread": {"hops": 1}}``).  The
+    ``mode`` is passed to ``Memory.recall`` (a recipe name: "ripple", "flat",
+    "bm25", "hybrid", "ppr").  ``recipe`` names an ablation of
+    :data:`ripple.recall.recipes.ABLATIONS` to run as the client's own plan,
+    and ``config_overrides`` is a nested dict merged onto that plan (e.g.
+    ``{"seed": {"late": 0.5}}``).  The
     store lives in a temporary folder removed by :meth:`close`.  Recalls do not
     ``touch`` memories, so queries cannot influence each other.  Turns that
     ripple judges contentless are not stored; they simply cannot be recalled.
@@ -190,6 +192,7 @@ class RippleMethod:
         embedder: str | None = None,
         lifecycle: dict[str, Any] | None = None,
         extractor: str | None = None,
+        recipe: str | None = None,
     ) -> None:
         if extractor not in (None, "gazetteer"):
             raise ValueError(f"unknown extractor {extractor!r}; known: gazetteer (default: spaCy/jieba)")
@@ -197,6 +200,7 @@ class RippleMethod:
         self.extractor = extractor  # "gazetteer": match the dataset's known names instead of parsing
         self.lifecycle = dict(lifecycle or {})  # LifecycleConfig fields (the write path: its own store)
         self.overrides = dict(config_overrides or {})
+        self.recipe = recipe
         self.store = store  # a bolt:// or neo4j:// URI; None = a temporary embedded store
         self.embedder = embedder  # e.g. "hash-384" for model-free scale runs; None = the default model
         suffix = ("@neo4j" if store else "") + (f"+{embedder}" if embedder else "") + (f"+{extractor}" if extractor else "")
@@ -217,7 +221,7 @@ class RippleMethod:
         self.last_explain: dict[str, Any] | None = None
 
     def config(self) -> dict[str, Any]:
-        cfg: dict[str, Any] = {"method": "ripple", "mode": self.mode, "overrides": self.overrides,
+        cfg: dict[str, Any] = {"method": "ripple", "mode": self.mode, "recipe": self.recipe, "overrides": self.overrides,
                                "lifecycle": self.lifecycle, "extractor": self.extractor or "default"}
         if self._recall_config is not None:
             cfg["recall_config"] = self._recall_config.model_dump(mode="json")
@@ -240,8 +244,9 @@ class RippleMethod:
 
     def _build_config(self) -> Any:
         from ripple import RecallConfig
+        from ripple.recall.recipes import ABLATIONS
 
-        base = RecallConfig()
+        base = ABLATIONS[self.recipe] if self.recipe else RecallConfig()
         if not self.overrides:
             return base
         return RecallConfig.model_validate(_deep_merge(base.model_dump(), self.overrides))
@@ -330,16 +335,14 @@ class RippleMethod:
         return time.time() if self._query_now is None else self._query_now
 
     def recall(self, query: Query, k: int) -> list[str]:
-        from ripple import UnknownUser
-
         self._query_now = self._user_now.get(query.user_id)
         try:
             res = self._mem.recall(query.text, user_id=query.user_id, k=k, mode=self.mode, touch=False)
-        except UnknownUser:  # every turn of this user was contentless
-            self.last_explain = None
-            return []
         finally:
             self._query_now = None
+        if not res.user_known:  # every turn of this user was contentless
+            self.last_explain = None
+            return []
         self.last_explain = {"scores": [round(h.score, 5) for h in res.hits], "via": [h.via for h in res.hits],
                              # per-stage milliseconds: which stage a slow query spent its time in
                              "stages_ms": {s.name: round(s.ms, 3) for s in res.trace.stages}}
@@ -399,28 +402,14 @@ METHODS: dict[str, Callable[[], Method]] = {
     "ripple-bm25": lambda: RippleMethod("bm25", name="ripple-bm25"),
     "hybrid": lambda: RippleMethod("hybrid"),
     "ppr": lambda: RippleMethod("ppr"),
-    # ablations: each switches one stage of the default plan off (nolength: the same route weights for
-    # every memory, whatever its length; nospeaker: no bonus for turns said by the person the query names;
-    # notitle: no bonus for documents whose title line the query names)
-    "ripple-nospread": lambda: RippleMethod("ripple", {"spread": {"method": "none"}}, name="ripple-nospread"),
-    "ripple-nosession": lambda: RippleMethod("ripple", {"spread": {"session_lambda": 0.0}, "merge": {"session_rank_weight": 0.0}}, name="ripple-nosession"),
-    "ripple-noentity": lambda: RippleMethod("ripple", {"spread": {"entity_lambda": 0.0}, "merge": {"entity_rank_weight": 0.0}}, name="ripple-noentity"),
-    "ripple-nodamping": lambda: RippleMethod("ripple", {"spread": {"hub_damping": 0.0}}, name="ripple-nodamping"),
-    "ripple-nolate": lambda: RippleMethod("ripple", {"seed": {"late": 0.0}}, name="ripple-nolate"),
-    "ripple-timedecay": lambda: RippleMethod("ripple", {"merge": {"time_weight": 0.3}}, name="ripple-timedecay"),
-    "ripple-nospeaker": lambda: RippleMethod("ripple", {"merge": {"speaker_weight": 0.0}}, name="ripple-nospeaker"),
-    "ripple-notitle": lambda: RippleMethod("ripple", {"merge": {"title_weight": 0.0}}, name="ripple-notitle"),
-    "ripple-nolength": lambda: RippleMethod(
-        "ripple", {"seed": {"late_length_pivot": None, "dense_length_pivot": None}}, name="ripple-nolength"
-    ),
-    "ripple-rerank": lambda: RippleMethod("ripple", {"rerank": {"method": "maxsim"}}, name="ripple-rerank"),
-    # experimental: the entity channel replaced by personalised PageRank (the session channel kept)
-    "ripple-sessionppr": lambda: RippleMethod("ripple", {"spread": {"method": "session+ppr", "entity_lambda": 0.3}},
-                                              name="ripple-sessionppr"),
+    # ablations (ripple.recall.recipes.ABLATIONS): each switches one part of the default plan off
+    **{f"ripple-{name}": (lambda name=name: RippleMethod("ripple", name=f"ripple-{name}", recipe=name))
+       for name in ("nospread", "nosession", "noentity", "nodamping", "nolate", "timedecay", "nospeaker",
+                    "notitle", "nowhen", "nolength", "rerank", "sessionppr", "samelex")},
     # the memory lifecycle (issue #5) off: no dedup, supersede, retraction or correction on the write path,
     # no confidence or forgetting tiers in the merge
     "ripple-nolifecycle": lambda: RippleMethod(
-        "ripple", {"merge": {"confidence_weight": 0.0, "tiers": {"enabled": False}}}, name="ripple-nolifecycle",
+        "ripple", name="ripple-nolifecycle", recipe="nolifecycle",
         lifecycle={"dedup": False, "supersede": False, "retractions": False, "corrections": False},
     ),
 }
@@ -438,5 +427,6 @@ def make_method(name: str, *, store: str | None = None, embedder: str | None = N
     if isinstance(method, RippleMethod) and (store or embedder or extractor or not dedup):
         lifecycle = method.lifecycle if dedup else {**method.lifecycle, "dedup": False}
         method = RippleMethod(method.mode, method.overrides, name=method.name + ("" if dedup else "+nodedup"),
-                              store=store, embedder=embedder, lifecycle=lifecycle, extractor=extractor)
+                              store=store, embedder=embedder, lifecycle=lifecycle, extractor=extractor,
+                              recipe=method.recipe)
     return method

@@ -187,8 +187,8 @@ def sentence_span(s: str, pos: int) -> tuple[int, int]:
     start = 0
     for m in _SENTENCE_BREAK.finditer(s, 0, pos):
         start = m.end()
-    m = _SENTENCE_BREAK.search(s, pos)
-    return start, (m.end() if m else len(s))
+    end = _SENTENCE_BREAK.search(s, pos)
+    return start, (end.end() if end else len(s))
 
 
 def _is_question(s: str, pos: int) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from typing import Any
 
 __all__ = [
     "detect_language",
@@ -103,7 +104,7 @@ def detect_language(text: str) -> str:
 
 
 @functools.cache
-def _jieba():  # type: ignore[no-untyped-def]
+def _jieba() -> Any:
     import logging
 
     import jieba

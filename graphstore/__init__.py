@@ -6,15 +6,28 @@ Neo4j driver loads only when a Neo4j URI is used:
 * a folder path, ``sqlite:///path/to/folder`` or ``:memory:`` — the embedded
   SQLite store (default);
 * ``bolt://``, ``neo4j://`` (routing, for clusters) and their ``+s``/``+ssc``
-  variants — a Neo4j server.
+  variants — a Neo4j server;
+* ``memory://`` — a new, empty in-process graph (the reference store, nothing persists).
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any, Literal, cast, overload
 
-from .protocol import ACTIVE, INVALIDATED, STATUSES, SUPERSEDED, AsyncGraphStore, GraphStore
+from .protocol import (
+    ACTIVE,
+    INVALIDATED,
+    STATUSES,
+    SUPERSEDED,
+    AsyncGraphStore,
+    GraphStore,
+    InProcessStore,
+    SupportsBatchEntitySearch,
+    SupportsBatchMemorySearch,
+    SupportsCypher,
+)
 from .records import (
     EDGE_CONFLICTS,
     EDGE_MENTIONS,
@@ -29,9 +42,6 @@ from .records import (
     Neighbor,
     WriteBatch,
 )
-
-if TYPE_CHECKING:
-    from .sqlite import SQLiteStore
 
 __all__ = [
     "ACTIVE",
@@ -53,7 +63,14 @@ __all__ = [
     "Neighbor",
     "WriteBatch",
     "open_store",
+    "as_async",
+    "store_exists",
     "is_neo4j_uri",
+    "Credentials",
+    "InProcessStore",
+    "SupportsCypher",
+    "SupportsBatchEntitySearch",
+    "SupportsBatchMemorySearch",
 ]
 
 _NEO4J_SCHEMES = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
@@ -64,20 +81,84 @@ def is_neo4j_uri(uri: str) -> bool:
     return uri.startswith(_NEO4J_SCHEMES)
 
 
-def open_store(uri: str | os.PathLike[str], **options: Any) -> GraphStore:
-    """Open the store a URI names (see the module docstring)."""
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """Who a server store connects as (ignored by the embedded store)."""
+
+    user: str = "neo4j"
+    password: str | None = None
+    database: str | None = None
+
+
+@overload
+def open_store(uri: str | os.PathLike[str], *, asynchronous: Literal[False] = False,
+               credentials: Credentials | None = None, create: bool = True, **options: Any) -> GraphStore: ...
+@overload
+def open_store(uri: str | os.PathLike[str], *, asynchronous: Literal[True],
+               credentials: Credentials | None = None, create: bool = True, **options: Any) -> AsyncGraphStore: ...
+def open_store(
+    uri: str | os.PathLike[str],
+    *,
+    asynchronous: bool = False,
+    credentials: Credentials | None = None,
+    create: bool = True,
+    **options: Any,
+) -> GraphStore | AsyncGraphStore:
+    """Open the store a URI names (see the module docstring): the one place that knows the backends.
+
+    ``asynchronous=True`` returns an :class:`AsyncGraphStore`: Neo4j through the
+    driver's native async API, the embedded store through worker threads
+    (:class:`~graphstore.threaded.ThreadedAsyncStore`).  ``credentials`` are
+    for server stores; ``create=False`` makes a missing embedded store an
+    error (a server's database always exists); ``options`` go to the backend's
+    constructor.
+    """
     text = os.fspath(uri)
     if is_neo4j_uri(text):
+        creds = credentials or Credentials()
+        kwargs = {"user": creds.user, "password": creds.password, "database": creds.database, **options}
+        if asynchronous:
+            from .neo4j import AsyncNeo4jStore
+
+            return cast(AsyncGraphStore, AsyncNeo4jStore(text, **kwargs))
         from .neo4j import Neo4jStore
 
-        return Neo4jStore(text, **options)  # type: ignore[no-any-return]
+        return cast(GraphStore, Neo4jStore(text, **kwargs))
+    if text == "memory://":  # a new, empty graph in this process (graphstore.memory, the reference store)
+        from .memory import InMemoryStore
+
+        memory = cast(GraphStore, InMemoryStore(**options))
+        return as_async(memory) if asynchronous else memory
     if text.startswith("sqlite://"):
         text = text[len("sqlite://") :] or ":memory:"
     elif "://" in text:
         from ripple.errors import ConfigError
 
-        raise ConfigError(f"unknown store URI scheme in {text!r}: use a folder path, sqlite://, bolt:// or neo4j://")
+        raise ConfigError(f"unknown store URI scheme in {text!r}: use a folder path, sqlite://, memory://, bolt:// or neo4j://")
     from .sqlite import SQLiteStore
 
-    store: SQLiteStore = SQLiteStore(text, **options)
-    return store
+    store = cast(GraphStore, SQLiteStore(text, create=create, **options))
+    return as_async(store) if asynchronous else store
+
+
+def store_exists(uri: str | os.PathLike[str]) -> bool:
+    """False only for an embedded store that has not been created yet (servers always exist)."""
+    text = os.fspath(uri)
+    if is_neo4j_uri(text) or text == "memory://":
+        return True
+    if text.startswith("sqlite://"):
+        text = text[len("sqlite://") :] or ":memory:"
+    if text == ":memory:":
+        return True
+    from .sqlite import store_file
+
+    return store_file(text).exists()
+
+
+def as_async(store: GraphStore | AsyncGraphStore) -> AsyncGraphStore:
+    """An async view of an open store: itself if it is async, else its calls in worker threads."""
+    if isinstance(store, AsyncGraphStore):
+        return store
+    from .threaded import ThreadedAsyncStore
+
+    return cast(AsyncGraphStore, ThreadedAsyncStore(store))

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator, Mapping
 
 from .records import EdgeRecord, EntityRecord, MemoryRecord, WriteBatch
 
-__all__ = ["to_json", "from_json", "batches_from_lines"]
+__all__ = ["to_json", "from_json", "records_from_lines", "batches_from_records", "batches_from_lines"]
 
 
 def _b64(blob: bytes | None) -> str | None:
@@ -77,17 +77,29 @@ def from_json(obj: dict[str, Any]) -> MemoryRecord | EntityRecord | EdgeRecord:
     raise ValueError(f"unknown record type {kind!r}")
 
 
-def batches_from_lines(lines: Iterable[str], *, size: int = 1000) -> Iterable[WriteBatch]:
-    """Parse JSONL lines into write batches (nodes before the edges that need them)."""
-    nodes = WriteBatch()
-    edges: list[EdgeRecord] = []
+def records_from_lines(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The JSON objects of JSONL lines (blank lines skipped); ``ValueError`` names the bad line."""
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            rec = from_json(json.loads(line))
-        except (ValueError, KeyError, TypeError) as exc:
+            obj = json.loads(line)
+        except ValueError as exc:
             raise ValueError(f"line {n}: {exc}") from exc
+        if not isinstance(obj, dict):
+            raise ValueError(f"line {n}: a record must be a JSON object, not {type(obj).__name__}")
+        yield obj
+
+
+def batches_from_records(records: Iterable[Mapping[str, Any]], *, size: int = 1000) -> Iterator[WriteBatch]:
+    """Exported records as write batches (nodes first, then the edges that need them)."""
+    nodes = WriteBatch()
+    edges: list[EdgeRecord] = []
+    for n, obj in enumerate(records, start=1):
+        try:
+            rec = from_json(dict(obj))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"record {n}: {exc}") from exc
         if isinstance(rec, MemoryRecord):
             nodes.memories.append(rec)
         elif isinstance(rec, EntityRecord):
@@ -101,3 +113,8 @@ def batches_from_lines(lines: Iterable[str], *, size: int = 1000) -> Iterable[Wr
         yield nodes
     for i in range(0, len(edges), size):
         yield WriteBatch(edges=edges[i : i + size])
+
+
+def batches_from_lines(lines: Iterable[str], *, size: int = 1000) -> Iterator[WriteBatch]:
+    """Parse JSONL lines into write batches (nodes before the edges that need them)."""
+    return batches_from_records(records_from_lines(lines), size=size)

@@ -165,7 +165,7 @@ def _run_body(tx: "ManagedTransaction", body: Callable[[], _Body[T]]) -> T:
         try:
             stmt = gen.send(rows)  # type: ignore[arg-type]
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
         rows = list(tx.run(stmt.cypher, stmt.params))
 
 
@@ -176,7 +176,7 @@ async def _arun_body(tx: "AsyncManagedTransaction", body: Callable[[], _Body[T]]
         try:
             stmt = gen.send(rows)  # type: ignore[arg-type]
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
         rows = [r async for r in await tx.run(stmt.cypher, stmt.params)]
 
 
@@ -246,6 +246,7 @@ _SCHEMA = [
     "CREATE INDEX ripple_retracts_user IF NOT EXISTS FOR ()-[r:RETRACTS]-() ON (r.user_id)",
     "CREATE INDEX ripple_conflicts_user IF NOT EXISTS FOR ()-[r:CONFLICTS]-() ON (r.user_id)",
     "CREATE INDEX ripple_related_evidence IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.evidence)",
+    "CREATE CONSTRAINT ripple_document_key IF NOT EXISTS FOR (d:Document) REQUIRE (d.user_id, d.key) IS UNIQUE",
 ]
 _SCHEMA_NAMES = frozenset(stmt.split()[2] for stmt in _SCHEMA)
 
@@ -414,6 +415,7 @@ _DELETE_USER = [
     ("memories", "MATCH (m:Memory {user_id: $user}) WITH m LIMIT $batch DETACH DELETE m RETURN count(m) AS n"),
     ("entities", "MATCH (e:Entity {user_id: $user}) WITH e LIMIT $batch DETACH DELETE e RETURN count(e) AS n"),
     ("", "MATCH (a:Alias {user_id: $user}) WITH a LIMIT $batch DELETE a RETURN count(a) AS n"),
+    ("", "MATCH (d:Document {user_id: $user}) WITH d LIMIT $batch DELETE d RETURN count(d) AS n"),
 ]
 _DELETE_BATCH = 5_000
 
@@ -431,8 +433,6 @@ MATCH (a:Alias {user_id: $user, alias: key})
 MATCH (e:Entity {id: a.entity_id})
 RETURN DISTINCT e """ + _ENTITY_MAP + " AS e"
 
-_LIST_ENTITIES = "MATCH (e:Entity {user_id: $user}) RETURN e " + _ENTITY_MAP + " AS e, e.degree AS degree ORDER BY e.id"
-_ENTITY_DEGREES = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN e.id AS id, e.degree AS value"
 _ENTITY_NAMES = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN e.id AS id, e.name AS value"
 
 _USERS = """
@@ -479,6 +479,30 @@ UNWIND $ids AS id
 MATCH (m:Memory {id: id}) WHERE m.token_vectors IS NOT NULL
 RETURN m.id AS id, m.token_vectors AS blob
 """
+
+
+_GET_DOCUMENT = """
+MATCH (d:Document {user_id: $user, key: $key})
+RETURN d.version AS version, d.value AS value, d.updated_at AS updated_at
+"""
+
+# Compare-and-set, step 1: the MERGE finds or creates the node under the (user_id, key) constraint,
+# and setting a property takes the node's write lock before the version is read, so a concurrent
+# writer waits for this transaction and then sees its version (Neo4j's documented way to avoid
+# lost updates under read-committed isolation).
+_LOCK_DOCUMENT = """
+MERGE (d:Document {user_id: $user, key: $key})
+ON CREATE SET d.version = 0
+SET d.locked = true
+RETURN d.version AS version
+"""
+_WRITE_DOCUMENT = """
+MATCH (d:Document {user_id: $user, key: $key})
+SET d.version = $version, d.value = $value, d.updated_at = $at
+REMOVE d.locked
+"""
+_UNLOCK_DOCUMENT = "MATCH (d:Document {user_id: $user, key: $key}) REMOVE d.locked"
+_DROP_DOCUMENT = "MATCH (d:Document {user_id: $user, key: $key}) DELETE d"
 
 
 def _nearest_cypher(label: str) -> dict[str, str]:
@@ -981,10 +1005,6 @@ class _Neo4jCore:
         rows = yield _read(_GET_ENTITIES, user=user_id, keys=keys)
         return sorted((_entity_record(r["e"]) for r in rows), key=lambda e: e.id)
 
-    def _plan_list_entities(self, user_id: str) -> _Plan[list[tuple[EntityRecord, int]]]:
-        rows = yield _read(_LIST_ENTITIES, user=user_id)
-        return [(_entity_record(r["e"]), int(r["degree"])) for r in rows]
-
     def _plan_entity_values(self, cypher: str, entity_ids: Sequence[str]) -> _Plan[dict[str, Any]]:
         ids = list(dict.fromkeys(entity_ids))
         if not ids:
@@ -1024,11 +1044,11 @@ class _Neo4jCore:
                 row = (yield _Stmt(cypher["indexed"], {**params, "candidates": candidates}))[0]
                 hits = row["hits"]
                 if row["found"] < candidates:  # the index holds fewer nodes: all of them were scored
-                    return hits  # type: ignore[no-any-return]
+                    return hits
                 if len(hits) >= k and hits[k - 1][1] >= row["floor"]:
                     # the k-th hit is nearer than the farthest candidate, so whatever is nearer
                     # than the k-th hit was a candidate too (as far as the index is exact)
-                    return hits  # type: ignore[no-any-return]
+                    return hits
                 if candidates >= _MAX_CANDIDATES:
                     return [(r["id"], r["s"]) for r in (yield exact)]
                 candidates = min(candidates * 8, _MAX_CANDIDATES)
@@ -1098,6 +1118,32 @@ class _Neo4jCore:
         if not ids:
             return {}
         return {r["id"]: bytes(r["blob"]) for r in (yield _read(_TOKEN_VECTORS, ids=ids))}
+
+    # -- documents ---------------------------------------------------------------------------------
+    def _plan_get_document(self, user_id: str, key: str) -> _Plan[tuple[int, str, float] | None]:
+        rows = yield _read(_GET_DOCUMENT, user=user_id, key=key)
+        if not rows or rows[0]["value"] is None:  # (a node another writer holds while creating it)
+            return None
+        r = rows[0]
+        return int(r["version"]), str(r["value"]), float(r["updated_at"])
+
+    def _plan_put_document(
+        self, user_id: str, key: str, value_json: str | None, expected_version: int | None, at: float
+    ) -> _Plan[tuple[bool, int]]:
+        params = {"user": user_id, "key": key}
+
+        def body() -> _Body[tuple[bool, int]]:
+            current = int((yield _Stmt(_LOCK_DOCUMENT, params))[0]["version"])
+            if expected_version is not None and expected_version != current:
+                yield _Stmt(_DROP_DOCUMENT if current == 0 else _UNLOCK_DOCUMENT, params)
+                return False, current
+            if value_json is None:
+                yield _Stmt(_DROP_DOCUMENT, params)
+                return True, 0
+            yield _Stmt(_WRITE_DOCUMENT, {**params, "version": current + 1, "value": value_json, "at": at})
+            return True, current + 1
+
+        return (yield _Tx(True, body))
 
     # -- graph -------------------------------------------------------------------------------------
     def _plan_related_edges(
@@ -1261,7 +1307,7 @@ class Neo4jStore(_Neo4jCore):
                 try:
                     step = plan.send(value)
                 except StopIteration as done:
-                    return done.value  # type: ignore[no-any-return]
+                    return done.value
                 run = session.execute_write if step.write else session.execute_read
                 value = run(_run_body, step.body)
 
@@ -1303,12 +1349,6 @@ class Neo4jStore(_Neo4jCore):
 
     def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
         return self._drive(self._plan_get_entities(user_id, keys))
-
-    def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]:
-        return self._drive(self._plan_list_entities(user_id))
-
-    def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
-        return self._drive(self._plan_entity_values(_ENTITY_DEGREES, entity_ids))
 
     def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
         return self._drive(self._plan_entity_values(_ENTITY_NAMES, entity_ids))
@@ -1360,6 +1400,14 @@ class Neo4jStore(_Neo4jCore):
     ) -> tuple[list[str], list[list[Any]]]:
         """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows."""
         return self._drive(self._plan_cypher(query, params, write))
+
+    def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
+        return self._drive(self._plan_get_document(user_id, key))
+
+    def put_document(
+        self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
+    ) -> tuple[bool, int]:
+        return self._drive(self._plan_put_document(user_id, key, value_json, expected_version, at))
 
     def memories_mentioning(
         self, user_id: str, entity_ids: Sequence[str], *, statuses: Sequence[str] = (ACTIVE,), per_entity: int = 4
@@ -1423,7 +1471,7 @@ class AsyncNeo4jStore(_Neo4jCore):
                     try:
                         step = plan.send(value)
                     except StopIteration as done:
-                        return done.value  # type: ignore[no-any-return]
+                        return done.value
                     run = session.execute_write if step.write else session.execute_read
                     value = await run(_arun_body, step.body)
 
@@ -1467,12 +1515,6 @@ class AsyncNeo4jStore(_Neo4jCore):
 
     async def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
         return await self._drive(self._plan_get_entities(user_id, keys))
-
-    async def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]:
-        return await self._drive(self._plan_list_entities(user_id))
-
-    async def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
-        return await self._drive(self._plan_entity_values(_ENTITY_DEGREES, entity_ids))
 
     async def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
         return await self._drive(self._plan_entity_values(_ENTITY_NAMES, entity_ids))
@@ -1527,6 +1569,14 @@ class AsyncNeo4jStore(_Neo4jCore):
     ) -> tuple[list[str], list[list[Any]]]:
         """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows."""
         return await self._drive(self._plan_cypher(query, params, write))
+
+    async def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
+        return await self._drive(self._plan_get_document(user_id, key))
+
+    async def put_document(
+        self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
+    ) -> tuple[bool, int]:
+        return await self._drive(self._plan_put_document(user_id, key, value_json, expected_version, at))
 
     async def memories_mentioning(
         self, user_id: str, entity_ids: Sequence[str], *, statuses: Sequence[str] = (ACTIVE,), per_entity: int = 4

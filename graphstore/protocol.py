@@ -15,7 +15,7 @@ index (Neo4j's HNSW) and is expected to be exact on small data.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Literal, Protocol, Sequence, runtime_checkable
 
 from .records import EdgeRecord, EntityRecord, MemoryRecord, Neighbor, WriteBatch
 
@@ -27,6 +27,8 @@ __all__ = [
     "AsyncGraphStore",
     "SupportsBatchEntitySearch",
     "SupportsBatchMemorySearch",
+    "SupportsCypher",
+    "InProcessStore",
     "ACTIVE",
     "SUPERSEDED",
     "INVALIDATED",
@@ -44,10 +46,9 @@ class GraphStore(Protocol):
     """Synchronous store protocol. All methods are scoped by ``user_id`` or by ids
     that belong to one user; no method ever returns another user's node.
 
-    A store may also set ``in_process = True`` (optional, not part of the
-    checked protocol) when its reads run in the caller's process and hold the
-    GIL, as the embedded SQLite store's do: recall then encodes the query
-    before reading instead of beside it (see ``ripple.Memory``).
+    Optional capabilities are protocols of their own (:class:`InProcessStore`,
+    :class:`SupportsCypher`, the batch searches): the engine checks them with
+    ``isinstance``, and a store without one gets the generic path.
     """
 
     uri: str
@@ -107,14 +108,6 @@ class GraphStore(Protocol):
 
     def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
         """Entities of a user whose key or an alias equals one of ``keys``."""
-        ...
-
-    def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]:
-        """All entities of a user with their degree (memories that mention them)."""
-        ...
-
-    def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
-        """Number of memories that mention each entity."""
         ...
 
     def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
@@ -184,6 +177,24 @@ class GraphStore(Protocol):
 
     def close(self) -> None: ...
 
+    # -- documents (appended for the agent layer) ---------------------------------
+    def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
+        """A user's versioned JSON document: ``(version, value_json, updated_at)``, or None if absent."""
+        ...
+
+    def put_document(
+        self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
+    ) -> tuple[bool, int]:
+        """Compare-and-set a user's document in one transaction: ``(written, version now)``.
+
+        The write happens only when ``expected_version`` is None (unconditional) or
+        equals the stored version (0: the document must not exist yet); a write
+        bumps the version by one.  ``value_json=None`` deletes the document (the
+        version then reads 0).  A refused write changes nothing and returns
+        ``(False, the stored version)``.  Documents are deleted with their user.
+        """
+        ...
+
     # -- lifecycle questions (issue 16) ------------------------------------
     def memories_mentioning(
         self, user_id: str, entity_ids: Sequence[str], *, statuses: Sequence[str] = (ACTIVE,), per_entity: int = 4
@@ -225,8 +236,6 @@ class AsyncGraphStore(Protocol):
     async def has_memories(self, user_id: str) -> bool: ...
     async def last_memory_in_session(self, user_id: str, session_id: str) -> str | None: ...
     async def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]: ...
-    async def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]: ...
-    async def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]: ...
     async def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]: ...
     async def users(self) -> list[str]: ...
     async def nearest_memories(
@@ -247,8 +256,13 @@ class AsyncGraphStore(Protocol):
         *,
         max_degree: int | None = None,
     ) -> list[Neighbor]: ...
+    def export(self, user_id: str) -> AsyncIterator[MemoryRecord | EntityRecord | EdgeRecord]: ...
     async def stats(self, user_id: str | None = None) -> dict[str, int]: ...
     async def aclose(self) -> None: ...
+    async def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None: ...
+    async def put_document(
+        self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
+    ) -> tuple[bool, int]: ...
     async def memories_mentioning(
         self, user_id: str, entity_ids: Sequence[str], *, statuses: Sequence[str] = (ACTIVE,), per_entity: int = 4
     ) -> list[tuple[str, str]]: ...
@@ -277,3 +291,24 @@ class SupportsBatchMemorySearch(Protocol):
     def nearest_memories_batch(
         self, user_id: str, vectors: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
     ) -> list[list[tuple[str, float]]]: ...
+
+
+@runtime_checkable
+class SupportsCypher(Protocol):
+    """Optional: run a Cypher query (the Neo4j store).  ``write=False`` runs it in a read
+    transaction, where a query that writes is refused; returns ``(keys, rows)``."""
+
+    def cypher(
+        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False
+    ) -> tuple[list[str], list[list[Any]]]: ...
+
+
+@runtime_checkable
+class InProcessStore(Protocol):
+    """Optional marker: the store's reads run in the caller's process and hold the GIL
+    (the embedded SQLite store).  Recall then encodes the query *before* reading: an
+    encoder thread beside Python reads waits for the GIL after every operation it
+    releases it for.  A server store (Neo4j) reads over a socket, so the query is
+    encoded beside its reads instead."""
+
+    in_process: Literal[True]

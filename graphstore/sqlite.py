@@ -136,6 +136,10 @@ CREATE TABLE IF NOT EXISTS term_df (
 CREATE TABLE IF NOT EXISTS lexical_totals (
     user_id TEXT PRIMARY KEY, n_docs INTEGER NOT NULL, total_len INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS documents (
+    user_id TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, value TEXT NOT NULL, updated_at REAL NOT NULL,
+    PRIMARY KEY (user_id, key)
+) WITHOUT ROWID;
 """
 
 _MEMORY_COLUMNS = (
@@ -178,6 +182,13 @@ def _qmarks(n: int) -> str:
     return ",".join("?" * n)
 
 
+def store_file(path: str | os.PathLike[str]) -> Path:
+    """The database file of a store path: the path itself if it names a ``.db``/``.sqlite`` file, else
+    ``ripple.db`` in that folder."""
+    p = Path(path).expanduser()
+    return p if p.suffix in {".db", ".sqlite", ".sqlite3"} else p / "ripple.db"
+
+
 class SQLiteStore:
     """Embedded graph store in one SQLite file.
 
@@ -186,6 +197,9 @@ class SQLiteStore:
     path:
         Folder (``ripple.db`` is created in it) or a ``.db``/``.sqlite`` file
         path, or ``":memory:"`` for a throw-away store.
+    create:
+        With ``False`` a store that does not exist yet is an error naming the
+        path, instead of a new empty store (a typo must not look like lost memories).
     synchronous:
         SQLite ``synchronous`` pragma: ``"NORMAL"`` (default, crash-safe) or
         ``"FULL"`` (also power-loss safe).
@@ -194,16 +208,17 @@ class SQLiteStore:
     in_process = True
     """Reads run in this process and hold the GIL (see :class:`graphstore.GraphStore`)."""
 
-    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, synchronous: str = "NORMAL") -> None:
+    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, synchronous: str = "NORMAL",
+                 create: bool = True) -> None:
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise StoreError(f"unknown synchronous mode {synchronous!r}")
         if str(path) == ":memory:":
             self.path: Path | None = None
             target = ":memory:"
         else:
-            p = Path(path).expanduser()
-            if p.suffix not in {".db", ".sqlite", ".sqlite3"}:
-                p = p / "ripple.db"
+            p = store_file(path)
+            if not create and not p.exists():
+                raise StoreUnavailable(f"no ripple store at {p} (a command that writes creates one)")
             try:
                 p.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -509,6 +524,7 @@ class SQLiteStore:
             counts["index_entries"] += db.execute("DELETE FROM term_df WHERE user_id=?", (user_id,)).rowcount
             db.execute("DELETE FROM aliases WHERE user_id=?", (user_id,))
             db.execute("DELETE FROM lexical_totals WHERE user_id=?", (user_id,))
+            db.execute("DELETE FROM documents WHERE user_id=?", (user_id,))
         self._vectors.pop(user_id, None)
         self._entity_vectors.pop(user_id, None)
         return counts
@@ -585,21 +601,6 @@ class SQLiteStore:
                     out[r[0]] = self._entity_from_row(r)
         return sorted(out.values(), key=lambda e: e.id)
 
-    def list_entities(self, user_id: str) -> list[tuple[EntityRecord, int]]:
-        with self._read() as db:
-            rows = db.execute(
-                "SELECT id, user_id, name, key, label, aliases, degree FROM entities WHERE user_id=? ORDER BY id",
-                (user_id,),
-            ).fetchall()
-        return [(self._entity_from_row(r), int(r[6])) for r in rows]
-
-    def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        with self._read() as db:
-            for chunk in _chunks(list(entity_ids)):
-                out.update(db.execute(f"SELECT id, degree FROM entities WHERE id IN ({_qmarks(len(chunk))})", tuple(chunk)))
-        return out
-
     def entity_names(self, entity_ids: Sequence[str]) -> dict[str, str]:
         out: dict[str, str] = {}
         with self._read() as db:
@@ -629,9 +630,11 @@ class SQLiteStore:
         """Keep loaded vector caches in step with a committed batch (append or replace rows)."""
         for user in users:
             cache = self._vectors.get(user)
-            if cache is not None:
-                cache.upsert((m.id, m.embedding, m.status) for m in batch.memories
-                             if m.user_id == user and m.embedding is not None)
+            mems = [m for m in batch.memories if m.user_id == user]
+            if cache is not None and any(m.embedding is None and m.id in cache.index for m in mems):
+                del self._vectors[user]  # a memory was rewritten without its vector: reload on the next search
+            elif cache is not None:
+                cache.upsert((m.id, m.embedding, m.status) for m in mems if m.embedding is not None)
             ecache = self._entity_vectors.get(user)
             if ecache is not None:
                 ecache.upsert((e.id, e.embedding, ACTIVE) for e in batch.entities
@@ -640,7 +643,7 @@ class SQLiteStore:
     def nearest_memories(
         self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
     ) -> list[tuple[str, float]]:
-        return self.nearest_memories_batch(user_id, [vector], k, statuses=statuses)[0]
+        return self.nearest_memories_batch(user_id, vector[None, :], k, statuses=statuses)[0]
 
     def nearest_memories_batch(
         self, user_id: str, vectors: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
@@ -665,7 +668,7 @@ class SQLiteStore:
         return cache
 
     def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
-        return self.nearest_entities_batch(user_id, [vector], k)[0]
+        return self.nearest_entities_batch(user_id, vector[None, :], k)[0]
 
     def nearest_entities_batch(self, user_id: str, vectors: "np.ndarray", k: int) -> list[list[tuple[str, float]]]:
         with self._read() as db:
@@ -774,14 +777,15 @@ class SQLiteStore:
                 args = (*chunk, *types, user_id)
                 # outgoing (frontier is the source), then incoming: only RELATED edges start at an
                 # entity, so only they need the source's degree and label (the others start at memories)
-                queries = [
-                    (joined("src", "dst", q), args + cap_args),
-                    (joined("dst", "src", q), args + cap_args) if EDGE_RELATED in types else (
+                queries = [(joined("src", "dst", q), args + cap_args)]
+                if EDGE_RELATED in types:
+                    queries.append((joined("dst", "src", q), args + cap_args))
+                elif cap != 0:  # the other edges start at memories, of degree 1: a cap of 0 enters none
+                    queries.append((
                         "SELECT e.dst, e.src, e.type, e.weight, 1, e.predicate, ''"
                         f" FROM edges e WHERE e.dst IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?",
                         args,
-                    ),
-                ]
+                    ))
                 for sql, params in queries:
                     out.extend(map(Neighbor._make, db.execute(sql, params)))
         return out
@@ -831,6 +835,30 @@ class SQLiteStore:
                 p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file()
             )
         return out
+
+    # -- documents --------------------------------------------------------------------------
+    # (The table is created by _SCHEMA on every open, so stores written before it existed gain it
+    # without a migration.)  put_document is one IMMEDIATE transaction: the version check and the
+    # write cannot interleave with another connection's, in this process or another.
+    def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
+        with self._read() as db:
+            row = db.execute("SELECT version, value, updated_at FROM documents WHERE user_id=? AND key=?",
+                             (user_id, key)).fetchone()
+        return None if row is None else (int(row[0]), str(row[1]), float(row[2]))
+
+    def put_document(
+        self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
+    ) -> tuple[bool, int]:
+        with self._tx() as db:
+            row = db.execute("SELECT version FROM documents WHERE user_id=? AND key=?", (user_id, key)).fetchone()
+            current = 0 if row is None else int(row[0])
+            if expected_version is not None and expected_version != current:
+                return False, current
+            if value_json is None:
+                db.execute("DELETE FROM documents WHERE user_id=? AND key=?", (user_id, key))
+                return True, 0
+            db.execute("INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?)", (user_id, key, current + 1, value_json, at))
+            return True, current + 1
 
     # -- lifecycle questions ----------------------------------------------------------
     def memories_mentioning(

@@ -1,23 +1,33 @@
-"""One conformance suite for every store backend.
+"""One conformance suite for every store backend, and the adapters that run it on async stores.
 
 Subclass :class:`GraphStoreConformance` in a test module and override the
 ``store`` fixture to yield an empty store of your backend (and ``reopen`` to
 open the same data again, for durability); every test then runs against it.
 A backend is done when this suite passes.  Vectors are small deterministic
-arrays, so the suite needs no model.
+arrays, so the suite needs no model.  :class:`graphstore.memory.InMemoryStore`
+is the reference that passes it with the least code: read it to see what a
+test expects.
+
+The suite is written once, synchronously.  An async store
+(:class:`~graphstore.AsyncGraphStore`) runs it behind :class:`BlockingStore`;
+a sync store becomes an async one with :class:`ThreadedAsyncStore`, and the
+two compose, so ``BlockingStore(ThreadedAsyncStore(store))`` proves that the
+async protocol carries every call of the sync one unchanged.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any, Callable, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator
 
 import numpy as np
 import pytest
 
 from .jsonl import from_json, to_json
-from .protocol import ACTIVE, INVALIDATED, GraphStore
+from .protocol import ACTIVE, INVALIDATED, AsyncGraphStore, GraphStore
 from .protocol import SUPERSEDED, SupportsBatchMemorySearch
+from .threaded import ThreadedAsyncStore
 from .records import (
     EDGE_CONFLICTS,
     EDGE_MENTIONS,
@@ -31,7 +41,8 @@ from .records import (
     WriteBatch,
 )
 
-__all__ = ["GraphStoreConformance", "unit_vector", "make_memory", "make_entity", "DIM"]
+__all__ = ["GraphStoreConformance", "BlockingStore", "ThreadedAsyncStore", "unit_vector", "make_memory",
+           "make_entity", "entity_degrees", "user_entities", "DIM"]
 
 DIM = 8
 
@@ -65,6 +76,65 @@ def make_entity(eid: str, user: str = "u1", key: str | None = None, label: str =
 
 def mention(mid: str, eid: str, user: str = "u1") -> EdgeRecord:
     return EdgeRecord(mid, EDGE_MENTIONS, eid, user, 1.0)
+
+
+def entity_degrees(store: GraphStore, entity_ids: list[str]) -> dict[str, int]:
+    """Each entity's stored degree as recall reads it: the ``degree`` of the expansion rows that step
+    into it from the memories that mention it (0 for an entity no memory mentions)."""
+    wanted = set(entity_ids)
+    out = {e: 0 for e in entity_ids}
+    for user in store.users():
+        mentioning = sorted({n.target for n in store.expand(user, entity_ids, [EDGE_MENTIONS]) if n.source in wanted})
+        for n in store.expand(user, mentioning, [EDGE_MENTIONS]) if mentioning else ():
+            if n.target in wanted:
+                out[n.target] = n.degree
+    return out
+
+
+def user_entities(store: GraphStore, user_id: str) -> list[EntityRecord]:
+    """A user's entities, from the export."""
+    return [r for r in store.export(user_id) if isinstance(r, EntityRecord)]
+
+
+def _public_attribute(adapter: Any, name: str) -> Any:
+    """The wrapped store's attribute ``name``; private names are not forwarded (nor looked up
+    before ``_store`` is set, which would recurse)."""
+    if name.startswith("_"):
+        raise AttributeError(name)
+    return getattr(adapter._store, name)
+
+
+class BlockingStore:
+    """An async store behind the sync :class:`~graphstore.GraphStore` protocol.
+
+    Every call runs to completion on a private event loop, and ``export``'s
+    async iterator is collected into a list, so the whole conformance suite
+    proves an async twin: ``BlockingStore(AsyncNeo4jStore(...))``.  For tests
+    only, and never inside a running event loop.  :meth:`close` awaits the
+    store's ``aclose`` and closes the loop.
+    """
+
+    def __init__(self, store: AsyncGraphStore) -> None:
+        self._store = store
+        self._loop = asyncio.new_event_loop()
+        self.uri = store.uri
+
+    def __getattr__(self, name: str) -> Any:
+        method = _public_attribute(self, name)
+        if not callable(method):
+            return method
+        if name == "export":
+            async def collect(*args: Any) -> list[Any]:
+                return [r async for r in method(*args)]
+
+            return lambda *args: self._loop.run_until_complete(collect(*args))
+        return lambda *args, **kwargs: self._loop.run_until_complete(method(*args, **kwargs))
+
+    def close(self) -> None:
+        if not self._loop.is_closed():
+            self._loop.run_until_complete(self._store.aclose())
+            self._loop.run_until_complete(self._loop.shutdown_default_executor())
+            self._loop.close()
 
 
 class GraphStoreConformance:
@@ -143,6 +213,19 @@ class GraphStoreConformance:
         assert store.nearest_memories("u1", unit_vector(1.0), 5) == []
         assert [h[0] for h in store.nearest_memories("u1", unit_vector(1.0), 5, statuses=(SUPERSEDED,))] == ["m_lc"]
 
+    def test_a_rewrite_replaces_every_field(self, store: GraphStore) -> None:
+        """An upsert stores the record whole: a memory written again without a vector is no longer
+        found by vector search, even right after a search that found it."""
+        from dataclasses import replace
+
+        store.write(WriteBatch(memories=[make_memory("m_v", vec=unit_vector(1, 0))]))
+        assert [h[0] for h in store.nearest_memories("u1", unit_vector(1, 0), 5)] == ["m_v"]
+        store.write(WriteBatch(memories=[replace(make_memory("m_v", text="张伟"), embedding=None, token_vectors=None)]))
+        assert store.nearest_memories("u1", unit_vector(1, 0), 5) == []
+        (got,) = store.get_memories(["m_v"], with_vectors=True)
+        assert (got.text, got.embedding, got.token_vectors) == ("张伟", None, None)
+        assert store.token_vectors(["m_v"]) == {}
+
     def test_supersedes_and_retracts_edges(self, store: GraphStore) -> None:
         self._seed_graph(store)
         store.write(WriteBatch(
@@ -214,9 +297,9 @@ class GraphStoreConformance:
 
     def test_degrees(self, store: GraphStore) -> None:
         self._seed_graph(store)
-        assert store.entity_degrees(["e_dana", "e_nw", "e_u2dana"]) == {"e_dana": 2, "e_nw": 1, "e_u2dana": 1}
-        degrees = {e.id: d for e, d in store.list_entities("u1")}
-        assert degrees == {"e_dana": 2, "e_nw": 1, "e_zw": 1}
+        assert entity_degrees(store, ["e_dana", "e_nw", "e_u2dana"]) == {"e_dana": 2, "e_nw": 1, "e_u2dana": 1}
+        ids = [e.id for e in user_entities(store, "u1")]
+        assert entity_degrees(store, ids) == {"e_dana": 2, "e_nw": 1, "e_zw": 1}
 
     # -- expansion -------------------------------------------------------------------------------
     def test_expand_both_directions_one_call(self, store: GraphStore) -> None:
@@ -226,14 +309,17 @@ class GraphStoreConformance:
         assert got == {("m_1", "e_dana", EDGE_MENTIONS, 2, "PERSON"), ("m_1", "e_nw", EDGE_MENTIONS, 1, "ORG"),
                        ("m_1", "m_2", EDGE_NEXT, 1, "")}
         back = store.expand("u1", ["e_dana", "m_2"], [EDGE_MENTIONS, EDGE_NEXT])
-        got = {(n.source, n.target, n.type) for n in back}
-        assert got == {("e_dana", "m_1", EDGE_MENTIONS), ("e_dana", "m_2", EDGE_MENTIONS),
+        back_got = {(n.source, n.target, n.type) for n in back}
+        assert back_got == {("e_dana", "m_1", EDGE_MENTIONS), ("e_dana", "m_2", EDGE_MENTIONS),
                        ("m_2", "e_dana", EDGE_MENTIONS), ("m_2", "m_1", EDGE_NEXT)}
 
     def test_expand_hub_cut_off(self, store: GraphStore) -> None:
         self._seed_graph(store)
         out = store.expand("u1", ["m_1", "e_dana"], [EDGE_MENTIONS], max_degree=1)
         assert {(n.source, n.target) for n in out} == {("m_1", "e_nw")}
+        # a memory's degree is 1 (what Neighbor.degree says of it): a cap of 0 enters no memory either
+        assert {n.target for n in store.expand("u1", ["m_1", "m_2"], [EDGE_NEXT], max_degree=1)} == {"m_1", "m_2"}
+        assert store.expand("u1", ["m_1", "m_2"], [EDGE_NEXT], max_degree=0) == []
 
     def test_expand_hub_cut_off_over_related_edges_both_ways(self, store: GraphStore) -> None:
         self._seed_graph(store)  # e_dana (2 mentions) -RELATED-> e_nw (1 mention)
@@ -315,7 +401,7 @@ class GraphStoreConformance:
         counts = store.delete_memories(["m_1", "nope"])
         assert counts["memories"] == 1 and counts["edges"] >= 3
         assert store.get_memories(["m_1"]) == []
-        assert store.entity_degrees(["e_dana"]) == {"e_dana": 1}
+        assert entity_degrees(store, ["e_dana"]) == {"e_dana": 1}
         assert store.lexical_stats("u1", ["procurement"])[2] == {}
         assert "m_1" not in [h[0] for h in store.nearest_memories("u1", unit_vector(1, 0), 10)]
 
@@ -323,7 +409,7 @@ class GraphStoreConformance:
         self._seed_graph(store)
         counts = store.delete_user("u1")
         assert counts["memories"] == 3 and counts["entities"] == 3 and counts["edges"] == 6
-        assert store.stats("u1")["memories"] == 0 and store.list_entities("u1") == []
+        assert store.stats("u1")["memories"] == 0 and user_entities(store, "u1") == []
         assert store.nearest_memories("u1", unit_vector(1, 0), 5) == []
         assert store.lexical_stats("u1", ["dana"]) == (0, 0.0, {})
         assert list(store.export("u1")) == []
@@ -333,7 +419,7 @@ class GraphStoreConformance:
         self._seed_graph(store)
         store.write(WriteBatch(edges=[mention("m_1", "e_zw")]), replace_mentions_of=["m_1"])
         assert {n.target for n in store.expand("u1", ["m_1"], [EDGE_MENTIONS])} == {"e_zw"}
-        assert store.entity_degrees(["e_dana", "e_zw"]) == {"e_dana": 1, "e_zw": 2}
+        assert entity_degrees(store, ["e_dana", "e_zw"]) == {"e_dana": 1, "e_zw": 2}
 
     def test_degrees_follow_every_kind_of_change(self, store: GraphStore) -> None:
         """Degrees are kept up to date incrementally: after repeated, replaced and deleted mentions they
@@ -361,7 +447,7 @@ class GraphStoreConformance:
             counted = {e: 0 for e in ents}
             for n in store.expand("u1", alive, [EDGE_MENTIONS]):
                 counted[n.target] += 1
-            assert store.entity_degrees(ents) == counted, f"step {step}"
+            assert entity_degrees(store, ents) == counted, f"step {step}"
 
     # -- export / durability ------------------------------------------------------------------------------
     def test_export_round_trips_through_jsonl(self, store: GraphStore) -> None:
@@ -375,7 +461,7 @@ class GraphStoreConformance:
         store.write(WriteBatch(memories=[r for r in records if isinstance(r, MemoryRecord)],
                                entities=[r for r in records if isinstance(r, EntityRecord)]))
         store.write(WriteBatch(edges=[r for r in records if isinstance(r, EdgeRecord)]))
-        assert store.entity_degrees(["e_dana"]) == {"e_dana": 2}
+        assert entity_degrees(store, ["e_dana"]) == {"e_dana": 2}
         assert [h[0] for h in store.nearest_memories("u1", unit_vector(1, 0.1), 1)] == ["m_1"]
 
     def test_durable_after_reopen(self, store: GraphStore, reopen: Callable[[], GraphStore]) -> None:
@@ -384,8 +470,79 @@ class GraphStoreConformance:
         again = reopen()
         try:
             assert [m.id for m in again.list_memories("u1")] == ["m_1", "m_2", "m_3"]
-            assert again.entity_degrees(["e_dana"]) == {"e_dana": 2}
+            assert entity_degrees(again, ["e_dana"]) == {"e_dana": 2}
             assert [h[0] for h in again.nearest_memories("u1", unit_vector(0, 1), 1)] == ["m_2"]
+        finally:
+            again.close()
+
+    # -- documents (versioned JSON per user and key, compare-and-set) -----------------------------------
+    def test_document_round_trip(self, store: GraphStore) -> None:
+        """A document comes back byte for byte (CJK, nested JSON) with version 1 and its time."""
+        value = json.dumps({"goal": "预算控制在五万以内", "plan": ["a", {"b": [1, 2.5, None]}]}, ensure_ascii=False)
+        assert store.get_document("u1", "wm/task") is None
+        assert store.put_document("u1", "wm/task", value, expected_version=0, at=10.0) == (True, 1)
+        assert store.get_document("u1", "wm/task") == (1, value, 10.0)
+
+    def test_document_compare_and_set(self, store: GraphStore) -> None:
+        """A stale or create-only write is refused and changes nothing; a matching one bumps the version."""
+        assert store.put_document("u1", "k", '{"v": 1}', expected_version=0, at=1.0) == (True, 1)
+        assert store.put_document("u1", "k", '{"v": 9}', expected_version=0, at=2.0) == (False, 1)
+        assert store.put_document("u1", "k", '{"v": 2}', expected_version=1, at=3.0) == (True, 2)
+        assert store.put_document("u1", "k", '{"v": 9}', expected_version=1, at=4.0) == (False, 2)
+        assert store.get_document("u1", "k") == (2, '{"v": 2}', 3.0)
+        assert store.put_document("u1", "k", '{"v": 3}', expected_version=None, at=5.0) == (True, 3)
+        assert store.put_document("u1", "k", None, expected_version=2, at=6.0) == (False, 3)
+        assert store.put_document("u1", "k", None, expected_version=3, at=6.0) == (True, 0)
+        assert store.get_document("u1", "k") is None
+        assert store.put_document("u1", "gone", '{}', expected_version=4, at=7.0) == (False, 0)
+        assert store.get_document("u1", "gone") is None  # a refused create leaves nothing behind
+
+    def test_documents_are_per_user_and_go_with_the_user(self, store: GraphStore) -> None:
+        self._seed_graph(store)
+        store.put_document("u1", "k", '"mine"', expected_version=0, at=1.0)
+        store.put_document("u2", "k", '"yours"', expected_version=0, at=1.0)
+        assert store.get_document("u2", "k") == (1, '"yours"', 1.0)
+        store.delete_user("u1")
+        assert store.get_document("u1", "k") is None
+        assert store.get_document("u2", "k") == (1, '"yours"', 1.0)
+
+    def test_document_writers_lose_no_update(self, store: GraphStore, reopen: Callable[[], GraphStore]) -> None:
+        """Read-modify-write with retry from several connections at once: every increment survives."""
+        import threading
+
+        store.put_document("u1", "counter", "0", expected_version=0, at=0.0)
+        writers, rounds, refused = 4, 5, [0]
+        lock = threading.Lock()
+
+        def work() -> None:
+            own = reopen()
+            try:
+                for _ in range(rounds):
+                    while True:
+                        version, value, _at = own.get_document("u1", "counter")  # type: ignore[misc]
+                        ok, _now = own.put_document("u1", "counter", str(int(value) + 1), expected_version=version,
+                                                    at=1.0)
+                        if ok:
+                            break
+                        with lock:
+                            refused[0] += 1
+            finally:
+                own.close()
+
+        threads = [threading.Thread(target=work) for _ in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        version, value, _ = store.get_document("u1", "counter")  # type: ignore[misc]
+        assert int(value) == writers * rounds and version == writers * rounds + 1
+
+    def test_document_durable_after_reopen(self, store: GraphStore, reopen: Callable[[], GraphStore]) -> None:
+        store.put_document("u1", "wm/a/t/state", '{"step": 3}', expected_version=0, at=5.0)
+        store.close()
+        again = reopen()
+        try:
+            assert again.get_document("u1", "wm/a/t/state") == (1, '{"step": 3}', 5.0)
         finally:
             again.close()
 

@@ -217,7 +217,7 @@ class VectorIndex:
         import numpy as np
         import torch
 
-        approx = torch.mv(half, torch.from_numpy(q.astype(np.float16)))  # type: ignore[call-overload]
+        approx = torch.mv(half, torch.from_numpy(q.astype(np.float16)))
         if mask is not None:
             approx.masked_fill_(torch.from_numpy(~mask), float("-inf"))
         pool = min(self._n, max(4 * k, k + _MIN_POOL))

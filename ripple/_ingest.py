@@ -4,7 +4,7 @@ The CPU-heavy part (extraction, embeddings) runs first, in :func:`prepare`;
 :func:`ingest_plan` then resolves entities against the store, links turns of
 a session with NEXT edges, and yields a final ``write`` call carrying the
 whole batch, so a batch is stored completely or not at all.  Like the recall
-pipeline it yields :class:`~ripple.recall.pipeline.Call` requests, so the sync
+pipeline it yields requests (:mod:`ripple._requests`), so the sync
 and async APIs share it.
 """
 
@@ -15,14 +15,18 @@ import json
 import os
 import threading
 import time
+from datetime import datetime, timezone
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generator, Sequence
 
 from extractors.base import Extraction
+from extractors.labels import NAMED_LABELS
+from extractors.timeexpr import resolve_times
 from extractors.normalize import entity_key
 from extractors.text import STOPWORDS_EN, lexical_tokens
 from graphstore.protocol import ACTIVE
+from graphstore.requests import GetEntities, LastMemoryInSession, NearestEntitiesBatch, Write
 from graphstore.records import (
     EDGE_MENTIONS,
     EDGE_NEXT,
@@ -36,16 +40,18 @@ from graphstore.records import (
 from ._lifecycle import Decisions, LifecycleConfig, lifecycle_plan
 from .embedding import pack_tokens
 from .models import AddItem
-from .recall.pipeline import Call
+from ._requests import Embed, Op
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Prepared", "ingest_plan", "entity_id", "new_memory_id", "SELF_KEY", "NAMED_LABELS"]
+__all__ = ["Prepared", "ingest_plan", "entity_id", "new_memory_id", "SELF_KEY", "DERIVED_KINDS"]
 
 SELF_KEY = "@self"  # the user's own entity: first-person facts hang off it
-NAMED_LABELS = frozenset({"PERSON", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK", "WORK_OF_ART", "FAC", "NORP",
-                          "LANGUAGE", "LAW", "PROPN", "MISC"})
+#: Kinds of memory an agent derives from others (a session summary, a recorded procedure): they are
+#: stored, indexed and recallable, but they state nothing new, so the lifecycle leaves them alone
+#: (no retraction, correction, superseded or profile fact is read from them, and no repeat merges them).
+DERIVED_KINDS = frozenset({"summary", "procedure"})
 _KIND_IMPORTANCE = {"personal_info": 0.7, "preference": 0.7, "decision": 0.7, "todo": 0.6, "fact": 0.6}
 _MAX_COMENTION = 8
 ENTITY_MATCH_THRESHOLD = 0.92
@@ -121,7 +127,7 @@ class Prepared:
 def ingest_plan(
     prepared: Sequence[Prepared], *, now: float, replacing: MemoryRecord | None = None,
     lifecycle: LifecycleConfig | None = None,
-) -> Generator[Call, Any, list[MemoryRecord]]:
+) -> Op[list[MemoryRecord]]:
     """Resolve entities, chain sessions, build and write one batch; returns the stored memories.
 
     With ``replacing`` (one prepared item: an update), the new record keeps that
@@ -155,7 +161,7 @@ def ingest_plan(
         named = {k for k, (_, label) in names.items() if label in NAMED_LABELS}
         token_keys = {t for k in named for t in _name_tokens(k)}
         lookup = list(names) + sorted({f"~{k}" for k in named if " " not in k} | token_keys - set(names))
-        existing = (yield Call("get_entities", (user, lookup))) if names else []
+        existing = (yield GetEntities(user, lookup)) if names else []
         resolved: dict[str, str] = {}  # key -> entity id
         by_token: dict[str, set[str]] = defaultdict(set)  # "~tok" -> ids of multi-word names containing it
         single: dict[str, str] = {}  # existing single-word named key -> id
@@ -175,8 +181,8 @@ def ingest_plan(
         new_named = [k for k in names if k not in resolved and k in named]
         name_vectors: dict[str, bytes] = {}
         if new_named:
-            vecs = yield Call("embed", ([names[k][0] for k in new_named],), local=True)
-            matches = yield Call("nearest_entities_batch", (user, vecs, 1))
+            vecs = yield Embed([names[k][0] for k in new_named])
+            matches = yield NearestEntitiesBatch(user, vecs, 1)
             for key, vec, hits in zip(new_named, vecs, matches):
                 if hits and hits[0][1] >= ENTITY_MATCH_THRESHOLD:
                     resolved[key] = hits[0][0]
@@ -218,7 +224,8 @@ def ingest_plan(
         planned = {i: _mentioned(prepared[i].extraction, resolved, also) for i in idxs}
         life = Decisions()
         if lifecycle is not None and replacing is None:
-            life = yield from lifecycle_plan(user, idxs, prepared, mem_ids, resolved, self_id, lifecycle, planned)
+            stated = [i for i in idxs if prepared[i].item.kind not in DERIVED_KINDS]
+            life = yield from lifecycle_plan(user, stated, prepared, mem_ids, resolved, self_id, lifecycle, planned)
         live = [i for i in idxs if i not in life.duplicate_of]
 
         # ---- NEXT chains per session, in event-time order (stable for equal times)
@@ -229,7 +236,7 @@ def ingest_plan(
                 sessions[sid].append(i)
         for sid, members in (sessions.items() if replacing is None else ()):
             members.sort(key=lambda i: (prepared[i].at, i))
-            prev = yield Call("last_memory_in_session", (user, sid))
+            prev = yield LastMemoryInSession(user, sid)
             for i in members:
                 if prev is not None:
                     batch.edges.append(EdgeRecord(prev, EDGE_NEXT, mem_ids[i], user, 1.0, at=prepared[i].at))
@@ -242,7 +249,11 @@ def ingest_plan(
             mid = mem_ids[i]
             kind = p.item.kind or life.kind.get(i) or ex.kind
             importance = p.item.importance if "importance" in p.item.model_fields_set else _KIND_IMPORTANCE.get(kind, 0.5)
-            metadata = p.item.metadata if i not in life.notes else {**p.item.metadata, "ripple": life.notes[i]}
+            notes = dict(life.notes.get(i, {}))
+            times = resolve_times(p.item.text, datetime.fromtimestamp(p.at, tz=timezone.utc))
+            if times:  # relative times read against the memory's own event time (see extractors.timeexpr)
+                notes["times"] = [[a.isoformat(), b.isoformat()] for a, b in times]
+            metadata = {**p.item.metadata, "ripple": notes} if notes else p.item.metadata
             rec = MemoryRecord(
                 id=mid, user_id=user, text=p.item.text, at=p.at, created_at=now, agent_id=p.item.agent_id,
                 session_id=p.item.session_id, kind=kind, importance=importance,
@@ -260,27 +271,26 @@ def ingest_plan(
             batch.memories.append(rec)
             for eid in sorted(planned[i].union(life.extra_mentions.get(i, ()))):
                 batch.edges.append(EdgeRecord(mid, EDGE_MENTIONS, eid, user, 1.0, at=p.at))
-            named = [resolved[e.key] for e in ex.entities if e.label in NAMED_LABELS]
-            named = list(dict.fromkeys(named))[:_MAX_COMENTION]
-            for a in range(len(named)):
-                for b in range(a + 1, len(named)):
-                    s, d = sorted((named[a], named[b]))
-                    batch.edges.append(EdgeRecord(s, EDGE_RELATED, d, user, 0.5, predicate="co_mention", evidence=mid, at=p.at))
+            co = list(dict.fromkeys(resolved[e.key] for e in ex.entities if e.label in NAMED_LABELS))[:_MAX_COMENTION]
+            for a in range(len(co)):
+                for b in range(a + 1, len(co)):
+                    lo, hi = sorted((co[a], co[b]))
+                    batch.edges.append(EdgeRecord(lo, EDGE_RELATED, hi, user, 0.5, predicate="co_mention", evidence=mid, at=p.at))
             for tr in ex.triples:
-                s, d = resolved.get(tr.subject), resolved.get(tr.object)
-                if s and d and s != d:
-                    batch.edges.append(EdgeRecord(s, EDGE_RELATED, d, user, tr.weight, predicate=tr.predicate, evidence=mid, at=p.at))
+                src, dst = resolved.get(tr.subject), resolved.get(tr.object)
+                if src and dst and src != dst:
+                    batch.edges.append(EdgeRecord(src, EDGE_RELATED, dst, user, tr.weight, predicate=tr.predicate, evidence=mid, at=p.at))
             for n, fact in enumerate(ex.facts):
-                d = resolved.get(entity_key(fact.value))  # (the memory mentions it: see _mentioned)
-                if not d:
+                value = resolved.get(entity_key(fact.value))  # (the memory mentions it: see _mentioned)
+                if not value:
                     continue
                 subject = self_id if fact.subject in ("user", "") else resolved.get(entity_key(fact.subject))
-                if subject and subject != d and (lifecycle is None or (i, n) in life.profile_facts):
-                    batch.edges.append(EdgeRecord(subject, EDGE_RELATED, d, user, 1.0, predicate=fact.attribute,
+                if subject and subject != value and (lifecycle is None or (i, n) in life.profile_facts):
+                    batch.edges.append(EdgeRecord(subject, EDGE_RELATED, value, user, 1.0, predicate=fact.attribute,
                                                   evidence=mid, at=p.at))
         batch.memories.extend(life.rewrites.values())
         batch.edges.extend(life.edges)
         for i, target in life.duplicate_of.items():
             out[i] = life.rewrites.get(target) or out[mem_ids.index(target)]
-    yield Call("write", (batch,), {"replace_mentions_of": [replacing.id] if replacing is not None else []})
+    yield Write(batch, [replacing.id] if replacing is not None else [])
     return [out[i] for i in range(len(prepared)) if i in out]

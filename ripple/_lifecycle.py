@@ -18,7 +18,7 @@ exportable (and visible in Cypher) until deleted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Generator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,7 +30,11 @@ from graphstore.records import EDGE_CONFLICTS, EDGE_MENTIONS, EDGE_RETRACTS, EDG
 from ._supersede import (
     DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, JudgeCase, Verdict, grade, promising, structural_match, worth_parsing,
 )
-from .recall.pipeline import Call
+from graphstore.requests import (
+    Expand, GetMemories, LastMemoryInSession, MemoriesMentioning, NearestMemories, NearestMemoriesBatch, RelatedEdges,
+)
+
+from ._requests import Embed, Frames, Judge, Op
 
 if TYPE_CHECKING:
     from ._ingest import Prepared
@@ -133,7 +137,7 @@ def lifecycle_plan(
     self_id: str,
     cfg: LifecycleConfig,
     mentions: dict[int, set[str]],
-) -> Generator[Call, Any, Decisions]:
+) -> Op[Decisions]:
     """Decide duplicates, retractions, corrections and superseded facts for one user's new items.
 
     ``mentions`` are the entity ids each item's memory will have MENTIONS edges to (what a stored
@@ -145,10 +149,10 @@ def lifecycle_plan(
     terms = {i: lexical_tokens(prepared[i].item.text) for i in idxs}
     stored: dict[str, MemoryRecord] = {}  # stored memories fetched (with vectors) so far
 
-    def fetch(ids: Sequence[str]) -> Generator[Call, Any, None]:
+    def fetch(ids: Sequence[str]) -> Op[None]:
         want = [m for m in dict.fromkeys(ids) if m not in stored and m not in d.rewrites]
         if want:
-            for rec in (yield Call("get_memories", (want,), {"with_vectors": True})):
+            for rec in (yield GetMemories(want, with_vectors=True)):
                 stored[rec.id] = rec
 
     def current(mid: str) -> MemoryRecord:
@@ -162,7 +166,7 @@ def lifecycle_plan(
     k_near = max(3 if cfg.dedup else 0, cfg.candidates if cfg.supersede else 0)
     if k_near and order:
         vecs = np.vstack([prepared[i].vector for i in order]).astype(np.float32)
-        found = yield Call("nearest_memories_batch", (user, vecs, k_near), {"statuses": (ACTIVE,)})
+        found = yield NearestMemoriesBatch(user, vecs, k_near, (ACTIVE,))
         near = dict(zip(order, found))
 
     # ---- near-duplicates: reinforce the memory already there instead of adding a copy
@@ -171,7 +175,7 @@ def lifecycle_plan(
         cand_ids = sorted({m for hits in close.values() for m, _ in hits})
         if cand_ids:
             yield from fetch(cand_ids)
-            rows = yield Call("expand", (user, cand_ids, [EDGE_MENTIONS]))
+            rows = yield Expand(user, cand_ids, [EDGE_MENTIONS])
             cand_mentions: dict[str, set[str]] = {m: set() for m in cand_ids}
             for n in rows:
                 if n.source in cand_mentions:
@@ -219,10 +223,10 @@ def lifecycle_plan(
             target, reason = None, "nothing earlier in this session to refer to"
             hint = str(getattr(ex, "retract_hint", "") or "") if retracts else ""
             if hint:
-                (hvec,) = yield Call("embed", ([hint],), local=True)
+                (hvec,) = yield Embed([hint])
                 hvec = np.asarray(hvec, dtype=np.float32)
                 options: list[tuple[float, str]] = []
-                for mid, score in (yield Call("nearest_memories", (user, hvec, 5), {"statuses": (ACTIVE,)})):
+                for mid, score in (yield NearestMemories(user, hvec, 5, (ACTIVE,))):
                     options.append((float(score), mid))
                 for j in order:
                     if (prepared[j].at, j) >= (p.at, i) or d.status.get(j):
@@ -244,7 +248,7 @@ def lifecycle_plan(
                 if sid in previous:
                     target = mem_ids[previous[sid]]
                 else:
-                    target = yield Call("last_memory_in_session", (user, sid))
+                    target = yield LastMemoryInSession(user, sid)
                 if target is not None:
                     reason = "the previous message of this session"
             if target is not None:
@@ -291,7 +295,7 @@ def _statement_plan(
     resolved: dict[str, str], cfg: LifecycleConfig, d: Decisions, near: dict[int, list[tuple[str, float]]],
     fact_keys: dict[int, set[tuple[str, str]]], mentions: dict[int, set[str]], terms: dict[int, list[str]],
     fetch: Any, current: Any, stored: dict[str, MemoryRecord],
-) -> Generator[Call, Any, None]:
+) -> Op[None]:
     """Find, for each new item that states a value, the active memories it replaces (see
     :mod:`ripple._supersede`), and record the decisions in ``d``.
 
@@ -305,7 +309,7 @@ def _statement_plan(
 
     items = [i for i in order if d.status.get(i) != INVALIDATED and d.kind.get(i) != "retraction"
              and not d.notes.get(i, {}).get("corrects")]
-    framed = (yield Call("frames", ([prepared[i].item.text for i in items],), local=True)) if items else []
+    framed = (yield Frames([prepared[i].item.text for i in items])) if items else []
     new_frames: dict[int, tuple[Any, ...]] = {}
     for i, (frames, _speaker) in zip(items, framed):
         frames = tuple(f for f in frames if promising(f))
@@ -324,7 +328,7 @@ def _statement_plan(
     if keyed:
         subjects = sorted({s for ks in keyed.values() for s, _ in ks})
         attributes = sorted({a for ks in keyed.values() for _, a in ks})
-        for e in (yield Call("related_edges", (user, subjects, attributes))):
+        for e in (yield RelatedEdges(user, subjects, attributes)):
             for i, ks in keyed.items():
                 if (e.src, e.predicate) in ks and e.evidence and e.evidence not in in_batch:
                     cands[i].add(e.evidence)
@@ -333,7 +337,7 @@ def _statement_plan(
     entity_ids = sorted({e for ids in shared.values() for e in ids})
     if entity_ids and cfg.per_entity:
         by_entity: dict[str, list[str]] = {}
-        for eid, mid in (yield Call("memories_mentioning", (user, entity_ids), {"per_entity": cfg.per_entity})):
+        for eid, mid in (yield MemoriesMentioning(user, entity_ids, per_entity=cfg.per_entity)):
             by_entity.setdefault(eid, []).append(mid)
         for i, ids in shared.items():
             cands[i].update(m for e in ids for m in by_entity.get(e, ()) if m not in in_batch)
@@ -365,8 +369,7 @@ def _statement_plan(
     old_frames: dict[str, tuple[Any, ...]] = {}
     speaker_of: dict[str, Any] = {}
     if old_ids:
-        for m, (frames, speaker) in zip(old_ids, (yield Call("frames", ([texts[m][0] for m in old_ids],),
-                                                             local=True))):
+        for m, (frames, speaker) in zip(old_ids, (yield Frames([texts[m][0] for m in old_ids]))):
             old_frames[m], speaker_of[m] = frames, speaker
 
     # ---- the frames compared, then graded by the cosine of their masked clauses
@@ -382,7 +385,7 @@ def _statement_plan(
                 pairs = [(old, new) for old in theirs for new in frames]
             else:
                 if mine is None:
-                    ((mine, _),) = yield Call("frames", ([prepared[i].item.text],), local=True)
+                    ((mine, _),) = yield Frames([prepared[i].item.text])
                 pairs = [(old, new) for old in mine for new in theirs if promising(new)]
             for old, new in pairs:
                 v = structural_match(old, new, multi_valued=cfg.multi_valued)
@@ -391,7 +394,7 @@ def _statement_plan(
     if not found:
         return
     texts = sorted({t for *_, v in found for t in (v.old_masked, v.new_masked)})
-    vectors = yield Call("embed", (texts,), local=True)
+    vectors = yield Embed(texts)
     index = {t: np.asarray(vec, dtype=np.float32) for t, vec in zip(texts, vectors)}
     best: dict[tuple[int, str], _Decision] = {}
     rank = {HIGH: 2, MEDIUM: 1}
@@ -406,7 +409,7 @@ def _statement_plan(
             best[(i, target)] = _Decision(i, target, at, level, v, reasons)
     decisions = sorted(best.values(), key=lambda x: (position[x.item], x.at, x.target))
     if cfg.judge is not None:
-        decisions = yield from _judged(decisions, prepared, current, mem_ids, stored)
+        decisions = yield from _judged(cfg.judge, decisions, prepared, current, mem_ids, stored)
 
     # ---- applied in event-time order
     gone: set[str] = set()  # superseded in this plan
@@ -433,8 +436,8 @@ def _statement_plan(
             d.notes.setdefault(i, {}).setdefault("conflicts", []).append(note)
 
 
-def _judged(decisions: list[_Decision], prepared: Sequence["Prepared"], current: Any, mem_ids: Sequence[str],
-            stored: dict[str, MemoryRecord]) -> Generator[Call, Any, list[_Decision]]:
+def _judged(judge: Any, decisions: list[_Decision], prepared: Sequence["Prepared"], current: Any, mem_ids: Sequence[str],
+            stored: dict[str, MemoryRecord]) -> Op[list[_Decision]]:
     """The medium decisions put to the configured judge: 'supersedes' makes one high, 'unrelated'
     drops it, anything else keeps it a conflict."""
     medium = [x for x in decisions if x.level == MEDIUM]
@@ -446,7 +449,7 @@ def _judged(decisions: list[_Decision], prepared: Sequence["Prepared"], current:
 
     cases = [JudgeCase(old_text=text_of(x.target), new_text=prepared[x.item].item.text, old_value=x.verdict.old_value,
                        new_value=x.verdict.new_value, reasons=x.reasons) for x in medium]
-    answers = list((yield Call("judge", (cases,), local=True)))
+    answers = list((yield Judge(judge, cases)))
     verdicts = dict(zip(map(id, medium), answers))
     out = []
     for x in decisions:
@@ -485,7 +488,7 @@ def _reinforce(d: Decisions, holder: str, i: int, mem_ids: Sequence[str], prepar
 
 def _apply_link(d: Decisions, i: int, target: str, retracts: bool, at: float, user: str, mem_ids: Sequence[str],
                 terms: dict[int, list[str]], mentions: dict[int, set[str]], fetch: Any, current: Any,
-                stored: dict[str, MemoryRecord]) -> Generator[Call, Any, None]:
+                stored: dict[str, MemoryRecord]) -> Op[None]:
     """Invalidate (retraction) or supersede (correction) ``target`` on behalf of item ``i``."""
     if retracts:
         if target in mem_ids:
@@ -507,6 +510,6 @@ def _apply_link(d: Decisions, i: int, target: str, retracts: bool, at: float, us
         if target not in stored:
             return
         d.extra_terms[i] = current(target).terms
-        rows = yield Call("expand", (user, [target], [EDGE_MENTIONS]))
+        rows = yield Expand(user, [target], [EDGE_MENTIONS])
         d.extra_mentions[i] = sorted({n.target for n in rows if n.source == target})
     _supersede(d, old=target, new=mem_ids[i], at=at, user=user, mem_ids=mem_ids, current=current, stored=stored)

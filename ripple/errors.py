@@ -5,9 +5,14 @@
     RippleError
     ├── ConfigError            bad settings, unknown store URI scheme, bad recall config
     ├── InvalidInput           bad arguments to a public call (empty/huge text, wrong types)
+    │   └── LimitExceeded      a write past a cap (pinned facts: count or token share)
     ├── NotFound
     │   ├── MemoryNotFound     no memory with that id
     │   └── UnknownUser        no memory for that user id
+    ├── Conflict               the stored state is not what the caller expected; nothing was written
+    │   ├── VersionConflict    compare-and-set refused: the document changed since it was read
+    │   └── StepMismatch       a task state check failed ("expected step 3, got step 5")
+    ├── PermissionDenied       the agent's role in a scope does not allow the write
     ├── StoreError             the backend failed; the original error is chained
     │   ├── StoreUnavailable   cannot open/connect (locked file, Neo4j down)
     │   └── SchemaError        the store's schema is newer/older than this ripple
@@ -32,6 +37,11 @@ __all__ = [
     "SchemaError",
     "ExtractionError",
     "ModelNotInstalled",
+    "LimitExceeded",
+    "Conflict",
+    "VersionConflict",
+    "StepMismatch",
+    "PermissionDenied",
 ]
 
 
@@ -56,7 +66,12 @@ class MemoryNotFound(NotFound):
 
 
 class UnknownUser(NotFound):
-    """The store holds nothing for this user id."""
+    """The store holds nothing for this user id.
+
+    Reads no longer raise it: a user with no memories yet gets empty results
+    (``RecallResult.user_known`` is False), so an agent's first turn for a new
+    user needs no special case.  The class stays for code that catches it.
+    """
 
 
 class StoreError(RippleError):
@@ -77,3 +92,29 @@ class ExtractionError(RippleError):
 
 class ModelNotInstalled(ExtractionError):
     """A model that ripple needs is not installed; the message says how to install it."""
+
+
+class LimitExceeded(InvalidInput):
+    """A write would pass a cap (e.g. pinned facts by count or token share); nothing was written."""
+
+
+class Conflict(RippleError):
+    """The stored state is not what the caller expected; nothing was written."""
+
+
+class VersionConflict(Conflict):
+    """A compare-and-set write was refused: the document is at another version than expected.
+
+    ``current`` is the stored version (0: no document)."""
+
+    def __init__(self, message: str, *, current: int = 0) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+class StepMismatch(Conflict):
+    """A task state check failed: the task is at another step than the caller expected."""
+
+
+class PermissionDenied(RippleError, PermissionError):
+    """The agent's role in a scope does not allow this write (only a curator writes pins and core facts)."""

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 __all__ = [
     "MemoryKind",
     "MemoryStatus",
-    "Memory",
+    "MemoryRecord",
     "Entity",
     "PathStep",
     "ScoreParts",
@@ -25,7 +25,9 @@ __all__ = [
     "RecallTrace",
     "RecallResult",
     "AddItem",
-    "Conflict",
+    "Fact",
+    "Document",
+    "MemoryConflict",
     "MAX_TEXT_CHARS",
 ]
 
@@ -44,8 +46,12 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Memory(_Frozen):
-    """One stored memory: a message, a fact, a document chunk."""
+class MemoryRecord(_Frozen):
+    """One stored memory as the API returns it: a message, a fact, a document chunk.
+
+    (Named apart from the client, :class:`ripple.Memory`, and from the store's
+    own plain record, :class:`graphstore.StoredMemory`.)
+    """
 
     id: str
     user_id: str
@@ -97,7 +103,10 @@ class ScoreParts(_Frozen):
     lexical: float = 0.0
     dense: float = 0.0
     late: float = 0.0
-    activation: float = 0.0
+    activation: float = Field(0.0, description="the spreading channels' weighted sum")
+    channels: dict[str, float] = Field(
+        default_factory=dict, description="activation from each channel that reached the memory, before its weight"
+    )
     recency: float = 1.0
     importance: float = 0.5
     confidence: float = 1.0
@@ -108,12 +117,12 @@ class ScoreParts(_Frozen):
 class RecallHit(_Frozen):
     """A recalled memory with its score and the path that reached it."""
 
-    memory: Memory
+    memory: MemoryRecord
     score: float
     rank: int
     parts: ScoreParts
     path: tuple[PathStep, ...] = Field((), description="empty for seeds; else seed -> ... -> this memory")
-    via: str = Field("seed", description="seed | session | entity")
+    via: str = Field("seed", description="seed, history, or the name of the channel that reached it (session, entity, ...)")
 
 
 class StageTrace(_Frozen):
@@ -138,6 +147,7 @@ class RecallResult(_Frozen):
     mode: str
     hits: tuple[RecallHit, ...]
     trace: RecallTrace
+    user_known: bool = Field(True, description="False when the store holds nothing for this user yet (no hits)")
 
     def __len__(self) -> int:
         return len(self.hits)
@@ -147,14 +157,14 @@ class RecallResult(_Frozen):
         return [h.memory.text for h in self.hits]
 
 
-class Conflict(_Frozen):
+class MemoryConflict(_Frozen):
     """Two active memories that may state the same thing with different values: a supersession ripple
     was not sure enough of to apply ("was 50k, possibly now 60k").  Listed by
     :meth:`ripple.Memory.conflicts` for an agent or a person to resolve with
     :meth:`ripple.Memory.resolve_conflict`."""
 
-    new: Memory = Field(description="the later statement (by event time)")
-    old: Memory = Field(description="the earlier statement it may replace")
+    new: MemoryRecord = Field(description="the later statement (by event time)")
+    old: MemoryRecord = Field(description="the earlier statement it may replace")
     confidence: str = Field("medium", description="how sure the write path was: medium")
     values: tuple[str, str] | None = Field(None, description="(old value, new value) as written")
     frames: tuple[str, str] | None = Field(None, description="(old clause, new clause) that were compared")
@@ -208,3 +218,37 @@ class AddItem(_Frozen):
             raise ValueError("metadata does not round-trip through JSON (use str keys and lists, not tuples)")
         return v
 
+
+class Fact(_Frozen):
+    """One fact of a user: an attribute with its value, the memory that states it, and when it held.
+
+    Read from the graph's ``RELATED`` edges (see :meth:`ripple.Memory.facts`):
+    ``subject`` is ``"@self"`` for the user's own facts.  A fact is current
+    while its evidence memory is active; a newer value closes it
+    (``valid_to``, status ``superseded``) and nothing is deleted.
+    """
+
+    subject: str
+    predicate: str = Field(description="the attribute: name, employer, budget, allergy, ...")
+    value: str
+    memory_id: str = Field(description="the memory that states it (its evidence)")
+    text: str = Field(description="that memory's text")
+    confidence: float
+    valid_from: datetime = Field(description="when it was said (the evidence memory's event time)")
+    valid_to: datetime | None = None
+    status: MemoryStatus = "active"
+    session_id: str | None = None
+
+
+class Document(_Frozen):
+    """A versioned JSON document of a user (working memory, task state, agent bookkeeping).
+
+    ``version`` counts writes (1 after the first); a write that names a stale
+    version is refused (:class:`ripple.VersionConflict`).
+    """
+
+    user_id: str
+    key: str
+    version: int
+    value: Any
+    updated_at: datetime

@@ -10,6 +10,8 @@
 # Environment:
 #   RIPPLE_NEO4J_PORT       Bolt port on 127.0.0.1 (default 7687)
 #   RIPPLE_NEO4J_PASSWORD   password of user 'neo4j' (default ripple-dev-password)
+#   RIPPLE_NEO4J_HTTP_PORT  also serve HTTP on 127.0.0.1 at this port, with Neo4j Browser at
+#                           http://127.0.0.1:PORT/browser/ (default: no HTTP)
 #   RIPPLE_NEO4J_HOME       data, logs and pid file (default <project>/.neo4j)
 #   RIPPLE_NEO4J_TIMEOUT    readiness timeout in seconds (default 180)
 #   RIPPLE_NEO4J_HEAP       JVM max heap (default 1g); RIPPLE_NEO4J_PAGECACHE_MB (default 256)
@@ -141,6 +143,10 @@ cmd_start() {
         log "port $PORT is already in use by another process (set RIPPLE_NEO4J_PORT)"
         exit 1
     fi
+    if [[ -n "${RIPPLE_NEO4J_HTTP_PORT:-}" ]] && port_open "$RIPPLE_NEO4J_HTTP_PORT"; then
+        log "HTTP port $RIPPLE_NEO4J_HTTP_PORT is already in use by another process (set RIPPLE_NEO4J_HTTP_PORT)"
+        exit 1
+    fi
     build
     local heap="${RIPPLE_NEO4J_HEAP:-1g}"
     # JVM options as Neo4j's own launcher sets them (minus GC tuning), with a small heap.
@@ -165,6 +171,9 @@ cmd_start() {
     echo "$pid" >"$PID_FILE"
     wait_ready "$pid"
     log "started in $((SECONDS - started))s (pid $pid, user neo4j, log $LOG_FILE)"
+    if [[ -n "${RIPPLE_NEO4J_HTTP_PORT:-}" ]]; then
+        log "Neo4j Browser: http://127.0.0.1:$RIPPLE_NEO4J_HTTP_PORT/browser/ (user neo4j, password $RIPPLE_NEO4J_PASSWORD)"
+    fi
     echo "$URI"
 }
 

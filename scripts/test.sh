@@ -7,14 +7,17 @@ cd "$ROOT"
 VENV="$(scripts/env.sh)"
 export PATH="$VENV/bin:$PATH"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+scripts/chromium.sh ensure >/dev/null || echo "test: no headless Chromium; the graph page tests will fail" >&2
 started=0
 if [ "${RIPPLE_TEST_NEO4J:-1}" = "1" ]; then
+    export RIPPLE_NEO4J_HTTP_PORT="${RIPPLE_NEO4J_HTTP_PORT:-7474}" # Neo4j Browser, tested too
     if ! scripts/neo4j.sh status >/dev/null 2>&1; then
         scripts/neo4j.sh start
         started=1
     fi
     export RIPPLE_TEST_NEO4J_URI="${RIPPLE_TEST_NEO4J_URI:-bolt://127.0.0.1:${RIPPLE_NEO4J_PORT:-7687}}"
     export RIPPLE_TEST_NEO4J_PASSWORD="${RIPPLE_NEO4J_PASSWORD:-ripple-dev-password}"
+    export RIPPLE_TEST_NEO4J_HTTP_URL="${RIPPLE_TEST_NEO4J_HTTP_URL:-http://127.0.0.1:$RIPPLE_NEO4J_HTTP_PORT}"
 fi
 cleanup() { if [ "$started" = "1" ]; then scripts/neo4j.sh stop || true; fi; }
 trap cleanup EXIT

@@ -54,7 +54,7 @@ def test_overlapped_ingest_equals_one_by_one(tmp_path: Path, embedder, extractor
     """A large batch is embedded in a worker thread while it is extracted; it must store
     exactly what adding the same turns one at a time stores (content-free turns dropped)."""
     from ripple import Memory
-    from ripple._memory import _OVERLAP_MIN_BATCH
+    from ripple._runtime import OVERLAP_MIN_BATCH as _OVERLAP_MIN_BATCH
 
     turns = [f"Dana: Sprint {i} of the Northwind project ends on Friday, budget review {i}." for i in range(20)]
     turns[3] = "ok"

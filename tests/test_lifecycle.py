@@ -13,6 +13,7 @@ import pytest
 from ripple import Memory, RippleSettings
 from ripple.errors import InvalidInput, MemoryNotFound
 from tests.graphstore.test_neo4j import driver  # noqa: F401  (fixture, used by the neo4j parameter)
+from graphstore.testing import entity_degrees, user_entities
 
 pytestmark = pytest.mark.slow
 
@@ -230,7 +231,7 @@ def test_delete_all_leaves_nothing_of_that_user(mem: Memory) -> None:
     assert list(mem.users()) == ["u2"]
     store = mem.store
     assert store.lexical_stats("u1", ["budget", "dana", "北京"]) == (0, 0.0, {})
-    assert store.list_entities("u1") == [] and store.get_entities("u1", ["dana whitfield", "~dana", "@self"]) == []
+    assert user_entities(store, "u1") == [] and store.get_entities("u1", ["dana whitfield", "~dana", "@self"]) == []
     from ripple.embedding import default_embedder
 
     assert store.nearest_memories("u1", default_embedder().encode(["budget"])[0], 5) == []
@@ -254,7 +255,9 @@ def test_name_variants_resolve_to_one_entity_and_the_merge_is_recorded(mem: Memo
     say(mem, "Dana said the budget review moves to Friday.", 1)
     say(mem, "Ms Whitfield approved the purchase order.", 2, session="s2")
     say(mem, "Ms. Whitfield wants the invoice by Monday.", 3, session="s2")
-    people = [(e, n) for e, n in mem.store.list_entities("u1") if e.label == "PERSON"]
+    ents = [e for e in user_entities(mem.store, "u1") if e.label == "PERSON"]
+    degrees = entity_degrees(mem.store, [e.id for e in ents])
+    people = [(e, degrees[e.id]) for e in ents]
     assert [(e.key, n) for e, n in people] == [("dana whitfield", 4)]
     assert {"dana", "whitfield"} <= set(people[0][0].aliases)  # how each variant was merged
     role = mem.store.related_edges("u1", [people[0][0].id], ["role"])

@@ -25,6 +25,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("ripple.cli.cmd_import", "load a JSONL export into the store"),
     "bench": ("ripple.cli.cmd_bench", "run the benchmark harness (python -m benchmarks)"),
     "cypher": ("ripple.cli.cmd_cypher", "run a Cypher query against the Neo4j store"),
+    "graph": ("ripple.cli.cmd_graph", "write a user's memory graph as an interactive HTML page"),
+    "serve": ("ripple.cli.cmd_serve", "serve the HTTP API (models loaded once; see /docs)"),
+    "mcp": ("ripple.cli.cmd_mcp", "serve ripple to MCP clients (stdio, or streamable HTTP)"),
+    "chat": ("ripple.cli.cmd_chat", "a session on stdin: watch the window, budget, alerts and recall work"),
+    "trace": ("ripple.cli.cmd_trace", "the timeline of traces saved by ripple chat --trace-out"),
 }
 
 
@@ -32,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ripple", description="Graph-based associative memory for AI agents.")
     parser.add_argument("--store", help="store URI or folder (default: $RIPPLE_STORE, $RIPPLE_HOME or ~/.ripple)")
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    from ripple import __version__
+
+    parser.add_argument("--version", action="version", version=f"ripple {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, summary) in COMMANDS.items():
         sub.add_parser(name, help=summary, description=summary, add_help=False)

@@ -7,9 +7,11 @@ import json
 import sys
 from datetime import datetime
 
-from ripple import Memory
 from ripple.errors import InvalidInput
 from ripple.settings import RippleSettings
+
+from ._remote import add_server_flags, remote
+from ._store import open_memory
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -21,6 +23,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metadata", help="JSON object stored with the memory")
     p.add_argument("--file", "-f", help="JSONL file of items {text, session_id?, at?, metadata?} ('-' = stdin)")
     p.add_argument("--json", action="store_true", help="print stored memories as JSON")
+    add_server_flags(p)
 
 
 def _items(args: argparse.Namespace) -> list[dict[str, object]]:
@@ -40,7 +43,7 @@ def _items(args: argparse.Namespace) -> list[dict[str, object]]:
                     except json.JSONDecodeError as exc:
                         raise InvalidInput(f"{args.file}:{n}: not JSON: {exc}") from exc
         return items
-    if not args.text:
+    if args.text is None:
         raise InvalidInput("give a text or --file")
     item = dict(base, text=args.text)
     if args.at:
@@ -57,9 +60,16 @@ def _items(args: argparse.Namespace) -> list[dict[str, object]]:
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
+    from ripple._validate import items as validated
+
     items = _items(args)
-    with Memory(settings=settings) as mem:
-        stored = mem.add_many(items, progress=True)
+    validated(items)  # before the store is opened (or created): bad input writes nothing
+    client = remote(args)
+    if client is not None:
+        stored = client.add_many(items)
+    else:
+        with open_memory(settings, write=True) as mem:
+            stored = mem.add_many(items, progress=True)
     if args.json:
         for m in stored:
             print(m.model_dump_json())

@@ -14,11 +14,11 @@ import base64
 import json
 from typing import Any
 
-from ripple import Memory
 from ripple.errors import ConfigError, StoreError
 from ripple.settings import RippleSettings
 
 from ._format import table, width
+from ._store import open_memory
 
 _CELL = 60  # display columns of a table cell before it is clipped
 
@@ -65,20 +65,10 @@ def _cell(value: Any) -> str:
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
-    from graphstore import is_neo4j_uri
-
-    if not settings.store or not is_neo4j_uri(settings.store):
-        raise ConfigError(
-            "ripple cypher needs a Neo4j store: pass --store bolt://host:7687 (or neo4j://host:7687 for a"
-            f" cluster) or set RIPPLE_STORE; the configured store is {settings.store_uri()!r}"
-        )
     params = _params(args.param)
-    with Memory(settings=settings) as mem:
-        cypher = getattr(mem.store, "cypher", None)
-        if cypher is None:  # pragma: no cover - a Neo4j URI always opens the Neo4j store
-            raise ConfigError(f"the store {mem.store.uri} cannot run Cypher")
+    with open_memory(settings) as mem:
         try:
-            keys, rows = cypher(args.query, params, write=args.write)
+            keys, rows = mem.cypher(args.query, params, write=args.write)
         except StoreError as exc:
             if not args.write and "read transaction" in str(exc):
                 raise StoreError(f"{exc} (pass --write to run it in a write transaction)") from exc

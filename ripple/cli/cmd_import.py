@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from graphstore.jsonl import batches_from_lines
-from ripple import Memory
-from ripple.errors import InvalidInput
 from ripple.settings import RippleSettings
+
+from ._store import open_memory
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -16,16 +15,10 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
+    from graphstore.jsonl import records_from_lines
+
     stream = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
-    counts = {"memories": 0, "entities": 0, "edges": 0}
-    with stream, Memory(settings=settings) as mem:
-        try:
-            for batch in batches_from_lines(stream):
-                mem.store.write(batch)
-                counts["memories"] += len(batch.memories)
-                counts["entities"] += len(batch.entities)
-                counts["edges"] += len(batch.edges)
-        except ValueError as exc:
-            raise InvalidInput(f"{args.file}: {exc}") from exc
+    with stream, open_memory(settings, write=True) as mem:
+        counts = mem.import_records(records_from_lines(stream))
     print(", ".join(f"{v} {k}" for k, v in counts.items()) + " imported")
     return 0

@@ -1,23 +1,36 @@
 """Recall configuration as data: one frozen model per stage, and the whole plan.
 
-Every stage can be switched off or swapped by changing data, never code; named
-recipes (:mod:`ripple.recall.recipes`) are pre-built plans.  Build variants
-with ``model_copy(update=...)`` (configs are frozen, so a shared recipe cannot
-be changed by accident).  Enum values are stable strings: they are written
-into saved configs and benchmark results.
+Every stage can be switched off or swapped by changing data, never code:
+the seed method, the spreading channels (each with its own settings and
+weight), the merge priors and the reranker.  Named recipes
+(:mod:`ripple.recall.recipes`) are pre-built plans: the default, the
+baselines (``flat``, ``bm25``, ``hybrid``, ``ppr``) and the ablations.  Build
+variants with ``model_copy(update=...)`` (configs are frozen, so a shared
+recipe cannot be changed by accident).  Enum values and channel names are
+stable strings: they are written into saved configs and benchmark results.
+
+A channel's settings are a :class:`ChannelConfig` subclass registered with
+its channel (:func:`ripple.recall.channels.register_channel`); a config read
+from JSON finds the right class by the ``name`` field.
 """
 
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, field_validator
+
+from extractors.labels import NAMED_LABELS, NOISY_NAMED_LABELS
 
 __all__ = [
+    "SeedMethod",
     "SeedConfig",
-    "SpreadMethod",
+    "ChannelConfig",
+    "SessionChannelConfig",
+    "EntityChannelConfig",
+    "PPRChannelConfig",
     "SpreadConfig",
-    "MergeMethod",
     "TierConfig",
     "MergeConfig",
     "RerankMethod",
@@ -26,24 +39,32 @@ __all__ = [
 ]
 
 
-#: spaCy's named-entity labels as ripple stores them (WORK_OF_ART -> WORK), jieba's PERSON/GPE/ORG,
-#: and PROPN for proper-noun runs that NER missed.  DATE, NOUN (noun phrases) and values are left out.
-NAMED_ENTITY_LABELS: tuple[str, ...] = (
-    "PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK", "PRODUCT", "LAW", "LANGUAGE", "PROPN",
-)
-
-
 class _Config(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SeedMethod(str, Enum):
+    """How the first stage scores the user's memories."""
+
+    #: BM25 + dense cosine select a pool, token MaxSim scores it; the seeds then spread (ripple's own)
+    FUSED = "fused"
+    #: dense cosine top-k only (the ``flat`` baseline); the ranking is final
+    DENSE = "dense"
+    #: BM25 only (the ``bm25`` baseline); the ranking is final
+    LEXICAL = "lexical"
+    #: reciprocal rank fusion of the dense and BM25 rankings (the ``hybrid`` baseline); the ranking is final
+    RRF = "rrf"
 
 
 class SeedConfig(_Config):
     """Stage 1: score the user's memories against the query.
 
-    A cheap first stage (BM25 + dense cosine, min-max normalised and summed
-    with ``first_stage_lexical`` / ``1 - first_stage_lexical``) selects a pool;
-    token-level late interaction (MaxSim) then scores the pool, and the seed
-    score is the weighted sum of the three normalised routes.
+    With the ``fused`` method a cheap first stage (BM25 + dense cosine,
+    min-max normalised and summed with ``first_stage_lexical`` /
+    ``1 - first_stage_lexical``) selects a pool; token-level late interaction
+    (MaxSim) then scores the pool, and the seed score is the weighted sum of
+    the three normalised routes.  The other methods are the baselines: their
+    ranking is final (nothing spreads from it).
 
     The dense and MaxSim weights follow each memory's length.  MaxSim takes,
     for every query word, the best match among the memory's tokens: precise
@@ -56,6 +77,7 @@ class SeedConfig(_Config):
     R@10 (.905 -> .950) together; a per-dataset weight cannot do both.
     """
 
+    method: SeedMethod = SeedMethod.FUSED
     pool: int = Field(200, ge=1, description="candidates kept by the first stage")
     first_stage_lexical: float = Field(0.4, ge=0, le=1)
     lexical: float = Field(0.1, ge=0)
@@ -78,6 +100,7 @@ class SeedConfig(_Config):
     )
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
+    rrf_k: int = Field(60, ge=1, description="rank offset of the rrf method")
     max_df_ratio: float = Field(0.5, gt=0, le=1, description="query terms in more docs than this share are ignored")
     max_df: int | None = Field(
         1000, ge=1,
@@ -89,61 +112,117 @@ class SeedConfig(_Config):
     query_entities: float = Field(0.0, ge=0, description="activation given to entities named in the query")
 
 
-class SpreadMethod(str, Enum):
-    NONE = "none"
-    ACTIVATION = "activation"
-    PPR = "ppr"
-    #: the session channel as in ACTIVATION; the entity channel replaced by personalised PageRank
-    SESSION_PPR = "session+ppr"
+class ChannelConfig(_Config):
+    """Settings every spreading channel has; a channel adds its own in a subclass.
 
-
-class SpreadConfig(_Config):
-    """Stage 2: spread activation from the strongest seeds through the graph.
-
-    Two channels: the *session* channel walks NEXT edges to neighbouring
-    turns of the same conversation; the *entity* channel goes memory ->
-    entity -> memory (and entity -> entity over RELATED when ``hops > 2``),
-    dividing what leaves an entity by its degree (hub damping) so that an
-    entity mentioned everywhere carries almost nothing.  Activation never
-    flows back into a channel's own sources: the strongest seeds must not
-    reinforce each other and push the first-hop answer out of the top.
+    ``weight`` multiplies the channel's activation in the merge (0 leaves the
+    channel out).  The channel spreads from the ``sources`` strongest seeds
+    that score at least ``source_min`` of the best seed.
     """
 
-    method: SpreadMethod = SpreadMethod.ACTIVATION
+    name: str
+    weight: float = Field(1.0, ge=0)
+    sources: int = Field(20, ge=0, description="strongest seeds the channel spreads from")
     source_min: float = Field(
         0.6, ge=0, le=1, description="only seeds scoring at least this share of the best seed spread"
     )
-    session_sources: int = Field(5, ge=0)
-    session_weights: tuple[float, ...] = (1.0, 0.5, 0.25)
-    session_lambda: float = Field(0.45, ge=0)
-    entity_sources: int = Field(20, ge=0)
-    hops: int = Field(2, ge=0, description="edge traversals in the entity channel (2 = memory->entity->memory)")
+    frontier_cap: int = Field(400, ge=1, description="strongest nodes kept per hop")
+    threshold: float = Field(1e-4, ge=0, description="activation below this stops spreading")
+
+    #: registered config classes by channel name (filled by ripple.recall.channels.register_channel)
+    registry: ClassVar[dict[str, type["ChannelConfig"]]] = {}
+
+
+class SessionChannelConfig(ChannelConfig):
+    """The *session* channel: neighbouring turns of the same conversation over NEXT edges.
+
+    A turn's neighbours carry what it leaves implicit ("Yes, twice!" answers
+    the turn before); the strongest path wins (max, not sum), decaying with
+    each turn away.
+    """
+
+    name: Literal["session"] = "session"
+    weight: float = Field(0.45, ge=0)
+    sources: int = Field(5, ge=0)
+    weights: tuple[float, ...] = Field((1.0, 0.5, 0.25), description="activation kept 1, 2, 3 turns away")
+
+
+class EntityChannelConfig(ChannelConfig):
+    """The *entity* channel: memory -> entity -> memory (and entity -> entity over RELATED when
+    ``hops > 2``), dividing what leaves an entity by its degree (hub damping) so that an entity
+    mentioned everywhere carries almost nothing.  Activation never flows back into the channel's
+    own sources: the strongest seeds must not reinforce each other and push the first-hop answer
+    out of the top."""
+
+    name: Literal["entity"] = "entity"
+    hops: int = Field(2, ge=0, description="edge traversals (2 = memory->entity->memory)")
     hop_decay: float = Field(0.5, gt=0, le=1)
     hub_damping: float = Field(1.0, ge=0, description="exponent of the degree divisor; 0 turns damping off")
-    entity_aggregate: str = Field("sum", pattern="^(max|sum)$", description="sum over bridges, or the strongest one")
+    aggregate: str = Field("sum", pattern="^(max|sum)$", description="sum over bridges, or the strongest one")
     degree_offset: int = Field(0, ge=0, description="subtracted from an entity's degree before damping")
     max_degree: int | None = Field(200, ge=1, description="entities above this degree are not walked")
     max_degree_ratio: float = Field(0.2, gt=0, le=1, description="... nor those mentioned by more than this share")
     min_hub_degree: int = Field(50, ge=2, description="the share cut-off never goes below this degree")
-    entity_labels: tuple[str, ...] | None = Field(
-        NAMED_ENTITY_LABELS,
+    labels: tuple[str, ...] | None = Field(
+        tuple(sorted(NAMED_LABELS - NOISY_NAMED_LABELS)),
         description="entity labels that carry activation (None = all but DATE); by default named entities and"
                     " proper nouns, not noun phrases: 'the year', 'a country' bridge unrelated memories",
     )
-    entity_lambda: float = Field(1.0, ge=0)
-    entity_scale: str = Field(
+    scale: str = Field(
         "raw", pattern="^(peak|raw)$",
         description="raw: activation as it arrives, so a bridge through an entity of degree d carries 1/d and"
-                    " hubs next to nothing; peak: divided by the strongest, so the best bridge always gets lambda",
+                    " hubs next to nothing; peak: divided by the strongest, so the best bridge always gets the weight",
     )
-    frontier_cap: int = Field(400, ge=1)
-    threshold: float = Field(1e-4, ge=0)
-    ppr_alpha: float = Field(0.85, gt=0, lt=1)
 
 
-class MergeMethod(str, Enum):
-    WEIGHTED = "weighted"
-    RRF = "rrf"
+class PPRChannelConfig(ChannelConfig):
+    """Personalised PageRank (HippoRAG-style) over the seeds' two-hop neighbourhood (MENTIONS and
+    NEXT), with networkx; measured below the activation channels on every dataset (the ``ppr``
+    baseline and the ``sessionppr`` ablation keep it comparable)."""
+
+    name: Literal["ppr"] = "ppr"
+    source_min: float = Field(0.0, ge=0, le=1)
+    alpha: float = Field(0.85, gt=0, lt=1)
+
+
+class SpreadConfig(_Config):
+    """Stage 2: spread activation from the strongest seeds through the graph, channel by channel.
+
+    Each channel is a registered plug-in (:mod:`ripple.recall.channels`) with
+    its own settings; an empty tuple turns spreading off.  A memory's
+    activation is the weighted sum over channels, and its ``via`` is the
+    channel that gave it the most.
+    """
+
+    channels: tuple[SerializeAsAny[ChannelConfig], ...] = (SessionChannelConfig(), EntityChannelConfig())
+
+    @field_validator("channels", mode="before")
+    @classmethod
+    def _registered(cls, value: Any) -> Any:
+        """Channel settings read from JSON: each dict becomes the config class of its channel's name."""
+        if not isinstance(value, (list, tuple)):
+            return value
+        out = []
+        for item in value:
+            if isinstance(item, dict):
+                name = item.get("name")
+                kind = ChannelConfig.registry.get(str(name))
+                if kind is None:
+                    raise ValueError(f"unknown recall channel {name!r}; registered: {', '.join(ChannelConfig.registry)}")
+                item = kind.model_validate(item)
+            out.append(item)
+        names = [c.name for c in out if isinstance(c, ChannelConfig)]
+        if len(names) != len(set(names)):
+            raise ValueError(f"a channel appears twice in {names}")
+        return tuple(out)
+
+    def channel(self, name: str) -> ChannelConfig | None:
+        """The settings of the named channel, if it is in the plan."""
+        return next((c for c in self.channels if c.name == name), None)
+
+
+for _kind in (SessionChannelConfig, EntityChannelConfig, PPRChannelConfig):
+    ChannelConfig.registry[_kind.model_fields["name"].default] = _kind
 
 
 class TierConfig(_Config):
@@ -185,19 +264,10 @@ class TierConfig(_Config):
 
 
 class MergeConfig(_Config):
-    """Stage 3: combine seed score, activation, time, importance and status.
-
-    ``weighted`` adds the channels' activation (times their lambdas) to the
-    normalised seed score; ``rrf`` fuses the seed ranking with each channel's
-    activation ranking (reciprocal rank fusion), so the memory a channel
-    reaches most strongly competes with the best seeds whatever the scale of
-    its activation.
-    """
-
-    method: MergeMethod = MergeMethod.WEIGHTED
-    rrf_k: int = Field(10, ge=1)
-    session_rank_weight: float = Field(0.3, ge=0)
-    entity_rank_weight: float = Field(0.3, ge=0)
+    """Stage 3: add the channels' weighted activation to the normalised seed score, then apply the
+    priors read from each candidate's record: time, importance, confidence, the forgetting tier,
+    and two priors on what the query is about (the speaker it names, the title it names).  A prior
+    whose weight is 0 is not applied; the baselines set them all to 0."""
 
     time_weight: float = Field(0.0, ge=0, le=1, description="share of the score given to recency")
     half_life_days: float = Field(30.0, gt=0)
@@ -219,8 +289,19 @@ class MergeConfig(_Config):
                     " it off. It lifted HotpotQA R@5 .810 -> .870 and MuSiQue .645 -> .672 (flat from .3 to 2);"
                     " chat turns have no title line and are untouched",
     )
+    when_weight: float = Field(
+        0.3, ge=0,
+        description="bonus share for memories that happened, or name a time, within a time the query names ('in"
+                    " June', 'on 13 October 2023', '2023年7月'); relative times in memories ('last month') are read"
+                    " against their own date at ingest (extractors.timeexpr); 0 turns it off",
+    )
     tiers: TierConfig = TierConfig()
     include_statuses: tuple[str, ...] = ("active",)
+
+    def has_priors(self) -> bool:
+        """True when any prior read from the records changes a score."""
+        return bool(self.time_weight or self.recency_cue_weight or self.importance_weight or self.confidence_weight
+                    or self.speaker_weight or self.title_weight or self.when_weight or self.tiers.enabled)
 
 
 class RerankMethod(str, Enum):

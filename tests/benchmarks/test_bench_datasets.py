@@ -26,18 +26,18 @@ def locomo(data_dir: Path):
 
 
 def test_locomo_dev_counts(locomo) -> None:
-    assert len(locomo.queries) == 231
+    assert len(locomo.queries) == 582
     assert Counter(q.category for q in locomo.queries) == {
-        "multi-hop": 43,
-        "temporal": 63,
-        "open-domain": 11,
-        "single-hop": 114,
+        "multi-hop": 111,
+        "temporal": 130,
+        "open-domain": 30,
+        "single-hop": 311,
     }
     # the two open-domain questions of conv-26 with empty evidence are dropped
     assert locomo.info["dropped_no_evidence"] == ["conv-26:q30", "conv-26:q46"]
-    assert locomo.info["evidence_cleaning"].get("split") == 1  # "D8:6; D9:17"
-    assert locomo.n_docs == 788
-    assert {d.user_id for d in locomo.docs} == {"conv-26", "conv-30"}
+    assert locomo.info["evidence_cleaning"] == {"split": 1, "missing_turn": 1, "unparseable": 1}  # "D8:6; D9:17", ...
+    assert locomo.n_docs == 2080
+    assert {d.user_id for d in locomo.docs} == {"conv-26", "conv-30", "conv-41", "conv-42"}
 
 
 def test_locomo_dev_gold_resolves_within_user(locomo) -> None:
@@ -62,7 +62,7 @@ def test_locomo_dev_docs(locomo, data_dir: Path) -> None:
     img = next(d for d in locomo.docs if d.id == "conv-26:D1:5")
     assert img.text.endswith("[shares a photo of a dog walking past a wall with a painting of a woman]")
     assert all(d.at is not None for d in locomo.docs)
-    assert locomo.info["image_turns"] == sum(1 for d in locomo.docs if "[shares " in d.text) == 188
+    assert locomo.info["image_turns"] == sum(1 for d in locomo.docs if "[shares " in d.text) == 438
     # generated summaries and observations are never indexed
     raw = json.loads((data_dir / "locomo" / "locomo-dev.json").read_text())
     summary = raw[0]["session_summary"]["session_1_summary"]

@@ -54,7 +54,7 @@ def test_run_and_report(tmp_path: Path, data_dir: Path) -> None:
     assert rc == 0
     header, rows = _read(out / "locomo" / "bm25.jsonl")
     assert header["dataset"] == "locomo" and header["method"] == "bm25"
-    assert header["n_docs"] == 788 == header["n_indexed"]
+    assert header["n_docs"] == 2080 == header["n_indexed"]
     assert header["n_queries"] == 40 == len(rows)
     assert header["index_s"] > 0 and header["ingest_docs_per_s"] > 0
     assert header["peak_rss_mb"] > 10 and header["machine"]["cores"] >= 1

@@ -50,17 +50,18 @@ def test_ripple_method_overrides_reach_the_config() -> None:
 
     from tests.conftest import need
 
-    m = RippleMethod("ripple", {"spread": {"hops": 1}})
+    m = RippleMethod("ripple", {"seed": {"late": 0.5}}, recipe="nodamping")
     data = synthetic(20, n_users=1, seed=0, n_queries=1)
     try:
         m.index(data)
     except ModelNotInstalled as exc:
         need(str(exc))
     try:
-        assert m.config()["recall_config"]["spread"]["hops"] == 1
+        cfg = m.config()["recall_config"]
+        assert cfg["seed"]["late"] == 0.5 and cfg["spread"]["channels"][1]["hub_damping"] == 0.0
         assert m._dir and Path(m._dir).is_dir()
         d = m._dir
-        again = RippleMethod("ripple-nospread", {"spread": {"method": "none"}})
+        again = RippleMethod("ripple", name="ripple-nospread", recipe="nospread")
         again.index(data)
         assert again._dir == d, "methods of one run share the ingested store"
         again.close()
@@ -91,8 +92,12 @@ def test_recall_happens_at_each_users_present() -> None:
     seen: list[float] = []
     try:
         m.index(data)
-        clock = m._mem._clock
-        m._mem._clock = lambda: seen.append(clock()) or clock()
+        import dataclasses
+
+        clock = m._mem._runtime.clock
+        spy = lambda: seen.append(clock()) or clock()  # noqa: E731
+        m._mem._runtime.clock = spy
+        m._mem._ctx = dataclasses.replace(m._mem._ctx, clock=spy)
         assert m.recall(data.queries[0], 2) and m.recall(data.queries[1], 2)
     finally:
         m.close()

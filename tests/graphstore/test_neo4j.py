@@ -8,7 +8,6 @@ empty database.  Without a server the tests skip, or fail under ``RIPPLE_REQUIRE
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
@@ -28,7 +27,15 @@ from graphstore.neo4j import AsyncNeo4jStore, Neo4jStore
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED, GraphStore
 from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, EdgeRecord, EntityRecord, MemoryRecord, WriteBatch
 from graphstore.sqlite import SQLiteStore
-from graphstore.testing import GraphStoreConformance, make_entity, make_memory, unit_vector
+from graphstore.testing import (
+    BlockingStore,
+    GraphStoreConformance,
+    entity_degrees,
+    make_entity,
+    make_memory,
+    unit_vector,
+    user_entities,
+)
 from ripple.errors import StoreError, StoreUnavailable
 from tests.conftest import need
 
@@ -86,40 +93,16 @@ class TestNeo4jStore(GraphStoreConformance):
         return connect
 
 
-class _Blocking:
-    """The async store behind the sync protocol (its coroutines run on a private event loop),
-    so that the whole conformance suite proves the async twin too."""
-
-    def __init__(self, store: AsyncNeo4jStore) -> None:
-        self._store = store
-        self._loop = asyncio.new_event_loop()
-        self.uri = store.uri
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self._store, name)
-        if name == "export":
-            async def collect(*args: Any) -> list[Any]:
-                return [r async for r in method(*args)]
-
-            return lambda *args: self._loop.run_until_complete(collect(*args))
-        return lambda *args, **kwargs: self._loop.run_until_complete(method(*args, **kwargs))
-
-    def close(self) -> None:
-        if not self._loop.is_closed():
-            self._loop.run_until_complete(self._store.aclose())
-            self._loop.close()
-
-
 class TestAsyncNeo4jStore(GraphStoreConformance):
     @pytest.fixture
     def store(self, clean: Any) -> Iterator[GraphStore]:
-        s = _Blocking(AsyncNeo4jStore(URI, password=PASSWORD))
+        s = BlockingStore(AsyncNeo4jStore(URI, password=PASSWORD))
         yield s  # type: ignore[misc]
         s.close()
 
     @pytest.fixture
     def reopen(self) -> Callable[[], GraphStore]:
-        return lambda: _Blocking(AsyncNeo4jStore(URI, password=PASSWORD))  # type: ignore[return-value]
+        return lambda: BlockingStore(AsyncNeo4jStore(URI, password=PASSWORD))  # type: ignore[return-value]
 
 
 # -- parity with the embedded store -------------------------------------------------------------------
@@ -238,7 +221,7 @@ def test_parity_with_sqlite(clean: Any, tmp_path: Path) -> None:
                 user, statuses=[ACTIVE], limit=7, offset=3)
             assert neo.list_memories(user, session_id="s1") == lite.list_memories(user, session_id="s1")
             assert neo.last_memory_in_session(user, "s2") == lite.last_memory_in_session(user, "s2")
-            assert neo.list_entities(user) == lite.list_entities(user)
+            assert user_entities(neo, user) == user_entities(lite, user)
             keys = ["key 1", "alias 3.0", "merged key", "extra alias", "nope"]
             assert neo.get_entities(user, keys) == lite.get_entities(user, keys)
             frontiers = [memory_ids[:40], entity_ids[:12], memory_ids[200:230] + entity_ids[30:]]
@@ -250,7 +233,7 @@ def test_parity_with_sqlite(clean: Any, tmp_path: Path) -> None:
                         assert len(b_list) == len(set(b_list)) and set(b_list) == a_set
         assert neo.get_memories(memory_ids[:30], with_vectors=True) == lite.get_memories(memory_ids[:30], with_vectors=True)
         assert neo.token_vectors(memory_ids[95:110]) == lite.token_vectors(memory_ids[95:110])
-        assert neo.entity_degrees(entity_ids) == lite.entity_degrees(entity_ids)
+        assert entity_degrees(neo, entity_ids) == entity_degrees(lite, entity_ids)
         assert neo.entity_names(entity_ids) == lite.entity_names(entity_ids)
         assert neo.users() == lite.users()
         assert neo.delete_memories(memory_ids[50:60]) == lite.delete_memories(memory_ids[50:60])
@@ -361,7 +344,7 @@ def test_concurrent_writers_lose_nothing(clean: Any) -> None:
         assert not errors
         assert store.stats("u1")["memories"] == 60
         assert store.lexical_stats("u1", ["shared"]) == (60, 2.0, {"shared": 60})
-        assert store.entity_degrees(["e_hub"]) == {"e_hub": 60}
+        assert entity_degrees(store, ["e_hub"]) == {"e_hub": 60}
     finally:
         store.close()
 
@@ -520,6 +503,9 @@ def test_cli_cypher(clean: Any, capsys: pytest.CaptureFixture[str], monkeypatch:
 def test_cli_cypher_needs_a_neo4j_store(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RIPPLE_STORE", raising=False)
+    code, _, err = _cli(["--store", str(tmp_path), "cypher", "RETURN 1"], capsys)
+    assert code == 1 and "no ripple store at" in err  # a read command never creates a store
+    assert _cli(["--store", str(tmp_path), "add", "--user", "u1", "Anna lives in Lisbon."], capsys)[0] == 0
     code, _, err = _cli(["--store", str(tmp_path), "cypher", "RETURN 1"], capsys)
     assert code == 1 and "bolt://" in err and "neo4j://" in err
 

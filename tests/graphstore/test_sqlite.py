@@ -18,7 +18,7 @@ from graphstore import open_store
 from graphstore.protocol import GraphStore
 from graphstore.records import EDGE_NEXT, EdgeRecord, WriteBatch
 from graphstore.sqlite import SQLiteStore
-from graphstore.testing import GraphStoreConformance, make_memory
+from graphstore.testing import BlockingStore, GraphStoreConformance, ThreadedAsyncStore, make_memory
 from ripple.errors import ConfigError, StoreUnavailable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,6 +34,20 @@ class TestSQLiteStore(GraphStoreConformance):
     @pytest.fixture
     def reopen(self, tmp_path: Path) -> Callable[[], GraphStore]:
         return lambda: SQLiteStore(tmp_path / "db")
+
+
+class TestThreadedSQLiteStore(TestSQLiteStore):
+    """The suite through the async protocol, each call in a worker thread (how AsyncMemory uses SQLite)."""
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[GraphStore]:
+        s = BlockingStore(ThreadedAsyncStore(SQLiteStore(tmp_path / "db")))
+        yield s  # type: ignore[misc]
+        s.close()
+
+    @pytest.fixture
+    def reopen(self, tmp_path: Path) -> Callable[[], GraphStore]:
+        return lambda: BlockingStore(ThreadedAsyncStore(SQLiteStore(tmp_path / "db")))  # type: ignore[return-value]
 
 
 def test_open_store_picks_backend(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, Neighbor
-from ripple.recall.pipeline import _edges
+from ripple.recall.channels import edges_from_rows as _edges
 
 
 def test_entity_degree_carries_from_the_hop_that_entered_it() -> None:

@@ -83,7 +83,7 @@ def test_recency_halves_per_half_life() -> None:
     ],
 )
 def test_recency_cue_unless_the_query_names_its_own_time(query: str, cue: bool) -> None:
-    from ripple.recall.pipeline import has_recency_cue
+    from ripple.recall.query import has_recency_cue
 
     assert has_recency_cue(query) is cue
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from ripple.recall.config import SeedConfig
-from ripple.recall.pipeline import _length_aware_seed, _speaker_boosts
+from ripple.recall.merge import speaker_boosts as _speaker_boosts
+from ripple.recall.seed import length_aware_seed as _length_aware_seed
 
 
 def test_route_weights_follow_memory_length() -> None:
@@ -99,7 +100,7 @@ def test_recall_prefers_the_named_speakers_own_turn(tmp_path: Path, embedder, ex
 
 
 def test_title_named_in_the_query_gets_the_bonus() -> None:
-    from ripple.recall.pipeline import _title_boosts
+    from ripple.recall.merge import title_boosts as _title_boosts
 
     docs = [
         _Rec("carlo", "Philip Carlo\nPhilip Carlo was a journalist and biographer."),

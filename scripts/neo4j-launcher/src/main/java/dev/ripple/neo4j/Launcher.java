@@ -25,8 +25,11 @@ import org.neo4j.kernel.internal.Version;
  * development, tests and CI. Usage: {@code Launcher HOME_DIR} (Neo4j keeps data/ and logs/ there).
  *
  * <p>Environment: RIPPLE_NEO4J_PORT (default 7687), RIPPLE_NEO4J_PASSWORD (default
- * ripple-dev-password), RIPPLE_NEO4J_PAGECACHE_MB (default 256). Prints "READY bolt://..." once
- * an authenticated query over Bolt succeeded; SIGTERM shuts it down cleanly.
+ * ripple-dev-password), RIPPLE_NEO4J_PAGECACHE_MB (default 256), RIPPLE_NEO4J_HTTP_PORT (unset:
+ * no HTTP connector; set: the HTTP connector on 127.0.0.1 at that port, which serves Neo4j Browser
+ * at /browser/ from the org.neo4j.client:neo4j-browser jar on the class path). Prints
+ * "READY bolt://..." once an authenticated query over Bolt succeeded (after a "BROWSER http://..."
+ * line when HTTP is on); SIGTERM shuts it down cleanly.
  */
 public final class Launcher {
     public static void main(String[] args) throws InterruptedException {
@@ -39,12 +42,14 @@ public final class Launcher {
         int port = Integer.parseInt(env("RIPPLE_NEO4J_PORT", "7687"));
         String password = env("RIPPLE_NEO4J_PASSWORD", "ripple-dev-password");
         long pageCacheMb = Long.parseLong(env("RIPPLE_NEO4J_PAGECACHE_MB", "256"));
+        String httpPort = env("RIPPLE_NEO4J_HTTP_PORT", "");
+        SocketAddress http = httpPort.isEmpty() ? null : new SocketAddress("127.0.0.1", Integer.parseInt(httpPort));
         SocketAddress bolt = new SocketAddress("127.0.0.1", port);
         String uri = "bolt://127.0.0.1:" + port;
 
         DatabaseManagementService dbms;
         try {
-            dbms = start(home, bolt, pageCacheMb);
+            dbms = start(home, bolt, http, pageCacheMb);
         } catch (Throwable t) { // e.g. port already in use, store locked
             t.printStackTrace();
             Runtime.getRuntime().halt(1);
@@ -69,20 +74,27 @@ public final class Launcher {
             t.printStackTrace();
             System.exit(1); // runs the shutdown hook
         }
+        if (http != null) {
+            System.out.printf("BROWSER http://127.0.0.1:%d/browser/ (user neo4j, connect to %s)%n", http.getPort(), uri);
+        }
         System.out.printf("READY %s (Neo4j %s, %d ms)%n",
                 uri, Version.getNeo4jVersion(), ms(System.nanoTime() - t0));
         System.out.flush();
         stopped.await();
     }
 
-    private static DatabaseManagementService start(Path home, SocketAddress bolt, long pageCacheMb) {
+    private static DatabaseManagementService start(Path home, SocketAddress bolt, SocketAddress http, long pageCacheMb) {
         return new DatabaseManagementServiceBuilder(home)
                 .setConfig(BoltConnector.enabled, true)
                 .setConfig(BoltConnector.listen_address, bolt)
                 // The routing table handed to neo4j:// clients lists this address.
                 .setConfig(BoltConnector.advertised_address, bolt)
                 .setConfig(BoltConnector.encryption_level, BoltConnector.EncryptionLevel.DISABLED)
-                .setConfig(HttpConnector.enabled, false)
+                // The embedded DBMS starts Neo4j's web server (HTTP API, and Neo4j Browser when its
+                // jar is on the class path) exactly when the HTTP connector is enabled.
+                .setConfig(HttpConnector.enabled, http != null)
+                .setConfig(HttpConnector.listen_address, http != null ? http : new SocketAddress("127.0.0.1", 7474))
+                .setConfig(HttpConnector.advertised_address, http != null ? http : new SocketAddress("127.0.0.1", 7474))
                 .setConfig(HttpsConnector.enabled, false)
                 .setConfig(GraphDatabaseSettings.default_listen_address, new SocketAddress("127.0.0.1"))
                 .setConfig(GraphDatabaseSettings.default_advertised_address, new SocketAddress("127.0.0.1"))

@@ -1,0 +1,429 @@
+"""Typed requests to a store: one small class per :class:`~graphstore.GraphStore` method.
+
+The engine's plans (recall, ingest, lifecycle, the API's operations) are
+I/O-free generators: they *yield* a request and receive its answer.  A request
+knows which store method answers it and calls it itself (:meth:`StoreRequest.call`),
+so a type checker holds every request against the protocol, and a misspelt
+method is an error before anything runs (there is no ``getattr(store, name)``
+anywhere).  The sync driver calls :meth:`~StoreRequest.call`, the async one
+awaits :meth:`~StoreRequest.acall`; the two cannot drift apart because an
+async store has the same method names and arguments (see
+:class:`~graphstore.AsyncGraphStore`).
+
+Optional capabilities (batch searches, Cypher) are checked here with the
+capability protocols, never with attribute probes, and a store without a batch
+search gets one search per vector.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Awaitable, ClassVar, Generic, Iterator, Sequence, TypeVar, cast
+
+from .protocol import (
+    ACTIVE,
+    AsyncGraphStore,
+    GraphStore,
+    SupportsBatchEntitySearch,
+    SupportsBatchMemorySearch,
+    SupportsCypher,
+)
+from .records import EdgeRecord, EntityRecord, MemoryRecord, Neighbor, WriteBatch
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = [
+    "StoreRequest",
+    "Write",
+    "Touch",
+    "SetStatus",
+    "DeleteMemories",
+    "DeleteUser",
+    "GetMemories",
+    "ListMemories",
+    "HasMemories",
+    "LastMemoryInSession",
+    "GetEntities",
+    "EntityNames",
+    "Users",
+    "NearestMemories",
+    "NearestMemoriesBatch",
+    "NearestEntitiesBatch",
+    "LexicalStats",
+    "Postings",
+    "TokenVectors",
+    "RelatedEdges",
+    "Expand",
+    "MemoriesMentioning",
+    "ListEdges",
+    "GetDocument",
+    "PutDocument",
+    "Export",
+    "Stats",
+    "Cypher",
+]
+
+R = TypeVar("R")
+
+
+class StoreRequest(Generic[R]):
+    """A request a plan yields; the driver answers it with :meth:`call` or :meth:`acall`."""
+
+    __slots__ = ()
+    #: the protocol method that answers the request (for traces and error messages)
+    method: ClassVar[str] = ""
+
+    def call(self, store: GraphStore) -> R:
+        """Answer with a synchronous store."""
+        raise NotImplementedError
+
+    async def acall(self, store: AsyncGraphStore) -> R:
+        """Answer with an asynchronous store: the same method, awaited.
+
+        An :class:`~graphstore.AsyncGraphStore` has the sync protocol's method
+        names and arguments, so :meth:`call` made against it returns the
+        coroutine to await.
+        """
+        return await cast(Awaitable[R], self.call(cast(GraphStore, store)))
+
+
+# ---------------------------------------------------------------------------------------- writes
+
+
+@dataclass(frozen=True, slots=True)
+class Write(StoreRequest[None]):
+    batch: WriteBatch
+    replace_mentions_of: Sequence[str] = ()
+    method: ClassVar[str] = "write"
+
+    def call(self, store: GraphStore) -> None:
+        return store.write(self.batch, replace_mentions_of=self.replace_mentions_of)
+
+
+@dataclass(frozen=True, slots=True)
+class Touch(StoreRequest[None]):
+    memory_ids: Sequence[str]
+    at: float
+    method: ClassVar[str] = "touch"
+
+    def call(self, store: GraphStore) -> None:
+        return store.touch(self.memory_ids, self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class SetStatus(StoreRequest[int]):
+    memory_ids: Sequence[str]
+    status: str
+    method: ClassVar[str] = "set_status"
+
+    def call(self, store: GraphStore) -> int:
+        return store.set_status(self.memory_ids, self.status)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteMemories(StoreRequest[dict[str, int]]):
+    memory_ids: Sequence[str]
+    method: ClassVar[str] = "delete_memories"
+
+    def call(self, store: GraphStore) -> dict[str, int]:
+        return store.delete_memories(self.memory_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteUser(StoreRequest[dict[str, int]]):
+    user_id: str
+    method: ClassVar[str] = "delete_user"
+
+    def call(self, store: GraphStore) -> dict[str, int]:
+        return store.delete_user(self.user_id)
+
+
+# ---------------------------------------------------------------------------------------- reads
+
+
+@dataclass(frozen=True, slots=True)
+class GetMemories(StoreRequest[list[MemoryRecord]]):
+    memory_ids: Sequence[str]
+    with_vectors: bool = False
+    method: ClassVar[str] = "get_memories"
+
+    def call(self, store: GraphStore) -> list[MemoryRecord]:
+        return store.get_memories(self.memory_ids, with_vectors=self.with_vectors)
+
+
+@dataclass(frozen=True, slots=True)
+class ListMemories(StoreRequest[list[MemoryRecord]]):
+    user_id: str
+    session_id: str | None = None
+    statuses: Sequence[str] | None = None
+    limit: int | None = None
+    offset: int = 0
+    method: ClassVar[str] = "list_memories"
+
+    def call(self, store: GraphStore) -> list[MemoryRecord]:
+        return store.list_memories(self.user_id, session_id=self.session_id, statuses=self.statuses,
+                                   limit=self.limit, offset=self.offset)
+
+
+@dataclass(frozen=True, slots=True)
+class HasMemories(StoreRequest[bool]):
+    user_id: str
+    method: ClassVar[str] = "has_memories"
+
+    def call(self, store: GraphStore) -> bool:
+        return store.has_memories(self.user_id)
+
+
+@dataclass(frozen=True, slots=True)
+class LastMemoryInSession(StoreRequest["str | None"]):
+    user_id: str
+    session_id: str
+    method: ClassVar[str] = "last_memory_in_session"
+
+    def call(self, store: GraphStore) -> str | None:
+        return store.last_memory_in_session(self.user_id, self.session_id)
+
+
+@dataclass(frozen=True, slots=True)
+class GetEntities(StoreRequest[list[EntityRecord]]):
+    user_id: str
+    keys: Sequence[str]
+    method: ClassVar[str] = "get_entities"
+
+    def call(self, store: GraphStore) -> list[EntityRecord]:
+        return store.get_entities(self.user_id, self.keys)
+
+
+@dataclass(frozen=True, slots=True)
+class EntityNames(StoreRequest[dict[str, str]]):
+    entity_ids: Sequence[str]
+    method: ClassVar[str] = "entity_names"
+
+    def call(self, store: GraphStore) -> dict[str, str]:
+        return store.entity_names(self.entity_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class Users(StoreRequest[list[str]]):
+    method: ClassVar[str] = "users"
+
+    def call(self, store: GraphStore) -> list[str]:
+        return store.users()
+
+
+# ---------------------------------------------------------------------------------------- search
+
+
+@dataclass(frozen=True, slots=True)
+class NearestMemories(StoreRequest[list[tuple[str, float]]]):
+    user_id: str
+    vector: "np.ndarray"
+    k: int
+    statuses: Sequence[str] = (ACTIVE,)
+    method: ClassVar[str] = "nearest_memories"
+
+    def call(self, store: GraphStore) -> list[tuple[str, float]]:
+        return store.nearest_memories(self.user_id, self.vector, self.k, statuses=self.statuses)
+
+
+@dataclass(frozen=True, slots=True)
+class NearestMemoriesBatch(StoreRequest[list[list[tuple[str, float]]]]):
+    """Nearest memories of many vectors (near-duplicate checks on ingest): one call when the store
+    can (:class:`~graphstore.SupportsBatchMemorySearch`), else one search per vector."""
+
+    user_id: str
+    vectors: "np.ndarray"
+    k: int
+    statuses: Sequence[str] = (ACTIVE,)
+    method: ClassVar[str] = "nearest_memories_batch"
+
+    def call(self, store: GraphStore) -> list[list[tuple[str, float]]]:
+        if isinstance(store, SupportsBatchMemorySearch):
+            return store.nearest_memories_batch(self.user_id, self.vectors, self.k, statuses=self.statuses)
+        return [store.nearest_memories(self.user_id, v, self.k, statuses=self.statuses) for v in self.vectors]
+
+    async def acall(self, store: AsyncGraphStore) -> list[list[tuple[str, float]]]:
+        if isinstance(store, SupportsBatchMemorySearch):
+            return await cast(Any, store).nearest_memories_batch(self.user_id, self.vectors, self.k,
+                                                                 statuses=self.statuses)
+        return [await store.nearest_memories(self.user_id, v, self.k, statuses=self.statuses) for v in self.vectors]
+
+
+@dataclass(frozen=True, slots=True)
+class NearestEntitiesBatch(StoreRequest[list[list[tuple[str, float]]]]):
+    """Nearest entities of many name vectors (entity resolution on ingest); see :class:`NearestMemoriesBatch`."""
+
+    user_id: str
+    vectors: "np.ndarray"
+    k: int
+    method: ClassVar[str] = "nearest_entities_batch"
+
+    def call(self, store: GraphStore) -> list[list[tuple[str, float]]]:
+        if isinstance(store, SupportsBatchEntitySearch):
+            return store.nearest_entities_batch(self.user_id, self.vectors, self.k)
+        return [store.nearest_entities(self.user_id, v, self.k) for v in self.vectors]
+
+    async def acall(self, store: AsyncGraphStore) -> list[list[tuple[str, float]]]:
+        if isinstance(store, SupportsBatchEntitySearch):
+            return await cast(Any, store).nearest_entities_batch(self.user_id, self.vectors, self.k)
+        return [await store.nearest_entities(self.user_id, v, self.k) for v in self.vectors]
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalStats(StoreRequest[tuple[int, float, dict[str, int]]]):
+    user_id: str
+    terms: Sequence[str]
+    method: ClassVar[str] = "lexical_stats"
+
+    def call(self, store: GraphStore) -> tuple[int, float, dict[str, int]]:
+        return store.lexical_stats(self.user_id, self.terms)
+
+
+@dataclass(frozen=True, slots=True)
+class Postings(StoreRequest[list[tuple[str, str, int, int]]]):
+    user_id: str
+    terms: Sequence[str]
+    method: ClassVar[str] = "postings"
+
+    def call(self, store: GraphStore) -> list[tuple[str, str, int, int]]:
+        return store.postings(self.user_id, self.terms)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenVectors(StoreRequest[dict[str, bytes]]):
+    memory_ids: Sequence[str]
+    method: ClassVar[str] = "token_vectors"
+
+    def call(self, store: GraphStore) -> dict[str, bytes]:
+        return store.token_vectors(self.memory_ids)
+
+
+# ---------------------------------------------------------------------------------------- graph
+
+
+@dataclass(frozen=True, slots=True)
+class RelatedEdges(StoreRequest[list[EdgeRecord]]):
+    user_id: str
+    source_ids: Sequence[str]
+    predicates: Sequence[str]
+    method: ClassVar[str] = "related_edges"
+
+    def call(self, store: GraphStore) -> list[EdgeRecord]:
+        return store.related_edges(self.user_id, self.source_ids, self.predicates)
+
+
+@dataclass(frozen=True, slots=True)
+class Expand(StoreRequest[list[Neighbor]]):
+    user_id: str
+    frontier: Sequence[str]
+    edge_types: Sequence[str]
+    max_degree: int | None = None
+    method: ClassVar[str] = "expand"
+
+    def call(self, store: GraphStore) -> list[Neighbor]:
+        return store.expand(self.user_id, self.frontier, self.edge_types, max_degree=self.max_degree)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoriesMentioning(StoreRequest[list[tuple[str, str]]]):
+    """The latest memories mentioning each entity (a new statement's candidates to replace)."""
+
+    user_id: str
+    entity_ids: Sequence[str]
+    statuses: Sequence[str] = (ACTIVE,)
+    per_entity: int = 4
+    method: ClassVar[str] = "memories_mentioning"
+
+    def call(self, store: GraphStore) -> list[tuple[str, str]]:
+        return store.memories_mentioning(self.user_id, self.entity_ids, statuses=self.statuses,
+                                         per_entity=self.per_entity)
+
+
+@dataclass(frozen=True, slots=True)
+class ListEdges(StoreRequest[list[EdgeRecord]]):
+    """Every edge of a user of some types (the open conflicts: CONFLICTS edges)."""
+
+    user_id: str
+    edge_types: Sequence[str]
+    method: ClassVar[str] = "list_edges"
+
+    def call(self, store: GraphStore) -> list[EdgeRecord]:
+        return store.list_edges(self.user_id, self.edge_types)
+
+
+# ---------------------------------------------------------------------------------------- documents
+
+
+@dataclass(frozen=True, slots=True)
+class GetDocument(StoreRequest["tuple[int, str, float] | None"]):
+    user_id: str
+    key: str
+    method: ClassVar[str] = "get_document"
+
+    def call(self, store: GraphStore) -> tuple[int, str, float] | None:
+        return store.get_document(self.user_id, self.key)
+
+
+@dataclass(frozen=True, slots=True)
+class PutDocument(StoreRequest[tuple[bool, int]]):
+    user_id: str
+    key: str
+    value_json: str | None
+    expected_version: int | None
+    at: float
+    method: ClassVar[str] = "put_document"
+
+    def call(self, store: GraphStore) -> tuple[bool, int]:
+        return store.put_document(self.user_id, self.key, self.value_json, expected_version=self.expected_version,
+                                  at=self.at)
+
+
+# ---------------------------------------------------------------------------------------- housekeeping
+
+
+@dataclass(frozen=True, slots=True)
+class Export(StoreRequest[Any]):
+    """Every record of a user: an iterator from a sync store, an async iterator from an async one."""
+
+    user_id: str
+    method: ClassVar[str] = "export"
+
+    def call(self, store: GraphStore) -> Iterator[MemoryRecord | EntityRecord | EdgeRecord]:
+        return store.export(self.user_id)
+
+    async def acall(self, store: AsyncGraphStore) -> Any:
+        return store.export(self.user_id)  # an async iterator: nothing to await yet
+
+
+@dataclass(frozen=True, slots=True)
+class Stats(StoreRequest[dict[str, int]]):
+    user_id: str | None = None
+    method: ClassVar[str] = "stats"
+
+    def call(self, store: GraphStore) -> dict[str, int]:
+        return store.stats(self.user_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Cypher(StoreRequest[tuple[list[str], list[list[Any]]]]):
+    """A Cypher query, for stores that run them (:class:`~graphstore.SupportsCypher`)."""
+
+    query: str
+    params: dict[str, Any] = field(default_factory=dict)
+    write: bool = False
+    method: ClassVar[str] = "cypher"
+
+    def call(self, store: GraphStore) -> tuple[list[str], list[list[Any]]]:
+        return _cypher_store(store).cypher(self.query, self.params, write=self.write)
+
+    async def acall(self, store: AsyncGraphStore) -> tuple[list[str], list[list[Any]]]:
+        return await cast(Any, _cypher_store(store)).cypher(self.query, self.params, write=self.write)
+
+
+def _cypher_store(store: GraphStore | AsyncGraphStore) -> SupportsCypher:
+    if not isinstance(store, SupportsCypher):
+        from ripple.errors import ConfigError
+
+        raise ConfigError(f"the store {store.uri} does not run Cypher (a Neo4j store does: bolt://... or neo4j://...)")
+    return store

@@ -1,0 +1,81 @@
+"""Versioned JSON documents per user: validation and compare-and-set, as store requests.
+
+Working memory, task state and an agent's bookkeeping (pinned facts, summary
+state) must survive a restart and must not be overwritten by a writer that
+read an older version (Letta's shared blocks answer such races with HTTP 409;
+lost updates are worse).  The store does the check and the write in one
+transaction (:meth:`graphstore.GraphStore.put_document`); this module
+validates the input, encodes JSON once, and turns a refused write into a
+:class:`ripple.VersionConflict`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from graphstore.requests import GetDocument, PutDocument
+
+from .errors import InvalidInput, VersionConflict
+from .models import Document
+from ._requests import Op
+
+__all__ = ["get_document_plan", "put_document_plan", "delete_document_plan", "MAX_DOCUMENT_BYTES"]
+
+MAX_DOCUMENT_BYTES = 1_000_000
+_MAX_KEY = 512
+
+
+def _check(user_id: Any, key: Any) -> None:
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise InvalidInput("user_id must be a non-empty string")
+    if not isinstance(key, str) or not key.strip() or len(key) > _MAX_KEY:
+        raise InvalidInput(f"document key must be a non-empty string of at most {_MAX_KEY} characters")
+
+
+def _document(user_id: str, key: str, version: int, value_json: str, at: float) -> Document:
+    return Document(user_id=user_id, key=key, version=version, value=json.loads(value_json),
+                    updated_at=datetime.fromtimestamp(at, tz=timezone.utc))
+
+
+def get_document_plan(user_id: str, key: str) -> Op[Document | None]:
+    _check(user_id, key)
+    row = yield GetDocument(user_id, key)
+    return None if row is None else _document(user_id, key, *row)
+
+
+def put_document_plan(user_id: str, key: str, value: Any, expected_version: int | None, now: float) -> Op[Document]:
+    """Write a document if it is at ``expected_version``; raises :class:`~ripple.VersionConflict`
+    when the stored version differs."""
+    if value is None:
+        raise InvalidInput("a document value cannot be None (use delete_document)")
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"document value must be JSON-serialisable: {exc}") from exc
+    if len(encoded.encode("utf-8")) > MAX_DOCUMENT_BYTES:
+        raise InvalidInput(f"document {key!r} is larger than {MAX_DOCUMENT_BYTES:,} bytes")
+    version = yield from _compare_and_set(user_id, key, encoded, expected_version, now)
+    return _document(user_id, key, version, encoded, now)
+
+
+def delete_document_plan(user_id: str, key: str, expected_version: int | None, now: float) -> Op[None]:
+    """Delete a document (if it is at ``expected_version``, when given)."""
+    yield from _compare_and_set(user_id, key, None, expected_version, now)
+
+
+def _compare_and_set(user_id: str, key: str, encoded: str | None, expected_version: int | None, now: float) -> Op[int]:
+    _check(user_id, key)
+    if expected_version is not None and (
+        not isinstance(expected_version, int) or isinstance(expected_version, bool) or expected_version < 0
+    ):
+        raise InvalidInput("expected_version must be None or an integer >= 0 (0: the document must not exist)")
+    written, version = yield PutDocument(user_id, key, encoded, expected_version, now)
+    if not written:
+        state = f"at version {version}" if version else "absent"
+        raise VersionConflict(
+            f"document {key!r} of user {user_id!r} is {state}, the write expected version {expected_version}"
+            " (read it again and retry)", current=version,
+        )
+    return version

@@ -1,0 +1,361 @@
+"""Every public operation, written once as an I/O-free generator of requests.
+
+:class:`ripple.Memory` and :class:`ripple.AsyncMemory` only *drive* these
+(plain calls or ``await``, see :mod:`ripple._memory`), so the two APIs cannot
+disagree.  Each operation validates its input first, then yields
+:mod:`graphstore.requests` (store work) and :mod:`ripple._requests` (model
+work) and returns the public result.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
+from graphstore.records import EDGE_CONFLICTS, EDGE_SUPERSEDES, EdgeRecord, MemoryRecord as StoredMemory, WriteBatch
+from graphstore.requests import (
+    Cypher,
+    DeleteMemories,
+    DeleteUser,
+    Expand,
+    Export,
+    GetMemories,
+    HasMemories,
+    ListEdges,
+    ListMemories,
+    SetStatus,
+    Stats,
+    Touch,
+    Users,
+    Write,
+)
+
+from . import _validate as check
+from ._lifecycle import LifecycleConfig
+from ._requests import Op, Prepare, PrepareQuery
+from ._shape import recall_result, to_datetime, to_model
+from .errors import InvalidInput, MemoryNotFound
+from .models import AddItem, MemoryConflict, MemoryRecord, RecallHit, RecallResult, RecallTrace, as_utc
+from .recall.config import RecallConfig
+from .recall.merge import tier_of
+from .recall.pipeline import recall_plan
+from .recall.recipes import RECIPES
+
+if TYPE_CHECKING:
+    from ._ingest import Prepared
+
+__all__ = ["OpContext", "get", "get_record", "add_chunk", "update", "delete", "delete_all", "forget", "pin",
+           "history", "conflicts", "resolve_conflict", "maintain", "get_all", "recall", "export", "import_records", "stats", "users", "cypher"]
+
+_MAX_VERSIONS = 50  # hops followed along SUPERSEDES edges
+_PAGE = 5_000  # memories per page when a maintenance pass walks a user's memories
+
+
+@dataclass(frozen=True, slots=True)
+class OpContext:
+    """What operations read of their client: its recall plan, lifecycle rules and clock."""
+
+    config: RecallConfig
+    lifecycle: LifecycleConfig
+    clock: Callable[[], float]
+
+
+def _ts(value: datetime) -> float:
+    return as_utc(value).timestamp()
+
+
+# -------------------------------------------------------------------------------------------- reads by id
+
+
+def get_record(memory_id: Any, *, with_vectors: bool = False) -> Op[StoredMemory]:
+    found = yield GetMemories([check.memory_id(memory_id)], with_vectors=with_vectors)
+    if not found:
+        raise MemoryNotFound(f"no memory with id {memory_id!r}")
+    return found[0]
+
+
+def get(memory_id: Any) -> Op[MemoryRecord]:
+    return to_model((yield from get_record(memory_id)))
+
+
+def known_user(user_id: Any) -> Op[bool]:
+    """True when the store holds a memory of the user.  A user with no memories yet is not an
+    error for a read (an agent's first turn for a new user recalls nothing): reads of such a
+    user return empty results, and :class:`~ripple.models.RecallResult` says so."""
+    check.user(user_id)
+    return bool((yield HasMemories(user_id)))
+
+
+# -------------------------------------------------------------------------------------------- writes
+
+
+def add_chunk(ctx: OpContext, prepared: "list[Prepared]") -> Op[list[MemoryRecord]]:
+    from ._ingest import ingest_plan
+
+    records = yield from ingest_plan(prepared, now=ctx.clock(), lifecycle=ctx.lifecycle)
+    return [to_model(r) for r in records]
+
+
+def update(memory_id: Any, text: str | None, metadata: dict[str, Any] | None, importance: float | None,
+           at: datetime | None) -> Op[MemoryRecord]:
+    from ._ingest import ingest_plan
+
+    old = yield from get_record(memory_id)
+    (item,) = check.items([
+        {"text": text if text is not None else old.text, "user_id": old.user_id, "agent_id": old.agent_id,
+         "session_id": old.session_id, "at": at or to_datetime(old.at), "kind": old.kind,
+         "importance": importance if importance is not None else old.importance,
+         "metadata": metadata if metadata is not None else json.loads(old.metadata_json)}
+    ])
+    prepared = yield Prepare([item])
+    if not prepared:
+        raise InvalidInput("the new text has no content to remember")
+    yield from ingest_plan(prepared, now=old.created_at, replacing=old)
+    return to_model((yield from get_record(old.id)))
+
+
+def delete(memory_id: Any) -> Op[None]:
+    yield from get_record(memory_id)
+    yield DeleteMemories([memory_id])
+
+
+def delete_all(user_id: Any) -> Op[dict[str, int]]:
+    return (yield DeleteUser(check.user(user_id)))
+
+
+def forget(ctx: OpContext, memory_id: str | None, query: str | None, user_id: str | None) -> Op[MemoryRecord]:
+    if (memory_id is None) == (query is None):
+        raise InvalidInput("forget needs either a memory id or query= (with user_id=)")
+    if query is not None:
+        if user_id is None:
+            raise InvalidInput("forget(query=...) needs user_id=")
+        found = yield from recall(ctx, query, user_id, 1, "ripple", None, False, False)
+        if not found.hits:
+            raise MemoryNotFound(f"no active memory of {user_id!r} matches {query!r}")
+        memory_id = found.hits[0].memory.id
+    rec = yield from get_record(memory_id)
+    yield SetStatus([rec.id], INVALIDATED)
+    return to_model(replace(rec, status=INVALIDATED))
+
+
+def pin(memory_id: Any, pinned: bool) -> Op[MemoryRecord]:
+    full = replace((yield from get_record(memory_id, with_vectors=True)), pinned=bool(pinned))
+    yield Write(WriteBatch(memories=[full]))
+    return to_model(full)
+
+
+# -------------------------------------------------------------------------------------------- versions
+
+
+def versions(records: Sequence[StoredMemory], user_id: str, *, conflicts: bool = False
+             ) -> Op[list[list[StoredMemory]]]:
+    """Each record's versions (itself, what it superseded and what superseded it), oldest first;
+    with ``conflicts``, also the memories an open conflict joins it to (its possible versions).
+
+    Records that are versions of one another share one list."""
+    parent = {r.id: r.id for r in records}  # union-find over SUPERSEDES edges
+
+    def root(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    known = {r.id: r for r in records}
+    frontier = list(parent)
+    for _ in range(_MAX_VERSIONS):
+        if not frontier:
+            break
+        rows = yield Expand(user_id, frontier, [EDGE_SUPERSEDES, *([EDGE_CONFLICTS] if conflicts else [])])
+        nxt = []
+        for n in rows:
+            if n.type == EDGE_CONFLICTS and n.weight <= 0:
+                continue  # a resolved conflict joins nothing
+            if n.target not in parent:
+                parent[n.target] = n.target
+                nxt.append(n.target)
+            parent[root(n.target)] = root(n.source)
+        frontier = nxt
+    missing = [m for m in parent if m not in known]
+    if missing:
+        known.update((r.id, r) for r in (yield GetMemories(missing)))
+    members: dict[str, list[StoredMemory]] = {}
+    for mid in parent:
+        if mid in known:
+            members.setdefault(root(mid), []).append(known[mid])
+    return [sorted(members[root(r.id)], key=lambda m: (m.at, m.created_at, m.id)) for r in records]
+
+
+def history(memory_id: Any) -> Op[list[MemoryRecord]]:
+    rec = yield from get_record(memory_id)
+    (found,) = yield from versions([rec], rec.user_id)
+    return [to_model(r) for r in found]
+
+
+def conflicts(user_id: Any) -> Op[list[MemoryConflict]]:
+    """Open conflicts of a user (open CONFLICTS edges between two memories still active), oldest first."""
+    if not (yield from known_user(user_id)):
+        return []
+    edges = [e for e in (yield ListEdges(user_id, [EDGE_CONFLICTS])) if e.weight > 0]
+    ids = sorted({e.src for e in edges} | {e.dst for e in edges})
+    records = {r.id: r for r in (yield GetMemories(ids))} if ids else {}
+    out = []
+    for e in edges:
+        new, old = records.get(e.src), records.get(e.dst)
+        if new is None or old is None or new.status != ACTIVE or old.status != ACTIVE:
+            continue  # settled since: one of them was superseded, forgotten or deleted
+        out.append(_conflict(new, old, e.at))
+    return sorted(out, key=lambda c: (c.at or c.new.at, c.new.id, c.old.id))
+
+
+def _conflict(new: StoredMemory, old: StoredMemory, at: float | None) -> MemoryConflict:
+    """A conflict between two stored memories, with the explanation whichever of them recorded."""
+    note: dict[str, Any] = {}
+    for rec, other in ((new, old), (old, new)):
+        meta = json.loads(rec.metadata_json).get("ripple") or {}
+        note = next((n for n in meta.get("conflicts", ()) if n.get("memory") == other.id), note)
+    values, frames = note.get("value"), note.get("frame")
+    return MemoryConflict(new=to_model(new), old=to_model(old), confidence=str(note.get("confidence", "medium")),
+                          values=tuple(values) if values else None, frames=tuple(frames) if frames else None,
+                          why=str(note.get("why", "")), at=None if at is None else to_datetime(at))
+
+
+def resolve_conflict(new_id: Any, old_id: Any, supersedes: bool) -> Op[None]:
+    """Settle an open conflict: close its edge (weight 0) and, with ``supersedes``, let the later
+    of the two supersede the earlier, as a high-confidence decision on the write path would have."""
+    new = yield from get_record(new_id, with_vectors=True)
+    old = yield from get_record(old_id, with_vectors=True)
+    edges = [] if old.user_id != new.user_id else (yield ListEdges(new.user_id, [EDGE_CONFLICTS]))
+    open_edges = [e for e in edges if e.weight > 0 and {e.src, e.dst} == {new.id, old.id}]
+    if not open_edges:
+        raise InvalidInput(f"no open conflict between {new_id!r} and {old_id!r}")
+    batch = WriteBatch(edges=[replace(e, weight=0.0) for e in open_edges])
+    if supersedes:
+        later, earlier = (new, old) if (new.at, new.id) >= (old.at, old.id) else (old, new)
+        batch.memories.append(replace(earlier, status=SUPERSEDED, valid_to=later.at))
+        batch.edges.append(EdgeRecord(later.id, EDGE_SUPERSEDES, earlier.id, new.user_id, 1.0, at=later.at))
+    yield Write(batch)
+
+
+def _with_history(result: RecallResult, by_id: dict[str, StoredMemory], user_id: str) -> Op[RecallResult]:
+    """Every hit with its other versions next to it, oldest first, at the rank of the best of them.
+
+    ``by_id``: the hits' records, as the recall plan already fetched them."""
+    kept = [h for h in result.hits if h.memory.id in by_id]
+    groups = yield from versions([by_id[h.memory.id] for h in kept], user_id, conflicts=True)
+    hits_by_id = {h.memory.id: h for h in result.hits}
+    out: list[RecallHit] = []
+    placed: set[str] = set()
+    for hit, group in zip(kept, groups):
+        if hit.memory.id in placed:
+            continue
+        for rec in group:
+            if rec.id in placed or rec.status == INVALIDATED:
+                continue
+            placed.add(rec.id)
+            have = hits_by_id.get(rec.id)
+            out.append((have or hit).model_copy(update={
+                "memory": to_model(rec), "rank": len(out) + 1,
+                **({} if have else {"via": "history", "path": (), "parts": hit.parts}),
+            }))
+    return result.model_copy(update={"hits": tuple(out)})
+
+
+# -------------------------------------------------------------------------------------------- reads of a user
+
+
+def maintain(ctx: OpContext, user_id: Any, now: datetime | None) -> Op[dict[str, int]]:
+    at = ctx.clock() if now is None else _ts(now)
+    counts: dict[str, int] = {"hot": 0, "warm": 0, "cold": 0, "frozen": 0, "superseded": 0, "invalidated": 0,
+                              "pinned": 0}
+    if not (yield from known_user(user_id)):
+        return counts
+    offset = 0
+    while True:
+        page = yield ListMemories(user_id, limit=_PAGE, offset=offset)
+        for rec in page:
+            if rec.status != ACTIVE:
+                counts[rec.status] += 1
+                continue
+            counts["pinned"] += int(rec.pinned)
+            counts[tier_of(rec, at, ctx.config.merge.tiers)[0]] += 1
+        if len(page) < _PAGE:
+            return counts
+        offset += _PAGE
+
+
+def get_all(user_id: Any, session_id: str | None, limit: int | None) -> Op[list[MemoryRecord]]:
+    if not (yield from known_user(user_id)):
+        return []
+    records = yield ListMemories(user_id, session_id=session_id, limit=limit)
+    return [to_model(r) for r in records]
+
+
+def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: RecallConfig | None,
+           touch: bool, include_history: bool) -> Op[RecallResult]:
+    check.query(query, k, mode)
+    t0 = time.perf_counter()
+    if not (yield from known_user(user_id)):  # before any model is loaded for the query
+        return RecallResult(query=query, user_id=user_id, mode=mode, hits=(), trace=RecallTrace(),
+                            user_known=False)
+    cfg = config or (ctx.config if mode == "ripple" else RECIPES[mode])
+    if include_history:
+        statuses = tuple(dict.fromkeys((*cfg.merge.include_statuses, ACTIVE, SUPERSEDED)))
+        cfg = cfg.model_copy(update={"merge": cfg.merge.model_copy(update={"include_statuses": statuses})})
+    q = yield PrepareQuery(query, user_id, k, mode, cfg)
+    plan = yield from recall_plan(q, cfg)
+    result = recall_result(q, plan, (time.perf_counter() - t0) * 1000.0)
+    if include_history and result.hits:
+        result = yield from _with_history(result, plan.records, user_id)
+    if touch and result.hits:
+        yield Touch([h.memory.id for h in result.hits], ctx.clock())
+    return result
+
+
+# -------------------------------------------------------------------------------------------- housekeeping
+
+
+def export(user_id: Any) -> Op[Any]:
+    """The user's records (an iterator, or an async iterator from an async store); none for an unknown user."""
+    check.user(user_id)
+    return (yield Export(user_id))
+
+
+def stats(user_id: str | None) -> Op[dict[str, int]]:
+    if user_id is not None:
+        check.user(user_id)
+    return (yield Stats(user_id))
+
+
+def users() -> Op[list[str]]:
+    return (yield Users())
+
+
+def import_records(records: Iterable[Mapping[str, Any]]) -> Op[dict[str, int]]:
+    """Write exported records batch by batch; counts by kind."""
+    from graphstore.jsonl import batches_from_records
+
+    counts = {"memories": 0, "entities": 0, "edges": 0}
+    batches = batches_from_records(records)
+    while True:
+        try:
+            batch = next(batches, None)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from exc
+        if batch is None:
+            break
+        yield Write(batch)
+        counts["memories"] += len(batch.memories)
+        counts["entities"] += len(batch.entities)
+        counts["edges"] += len(batch.edges)
+    return counts
+
+
+def cypher(query: Any, params: dict[str, Any] | None, write: bool) -> Op[tuple[list[str], list[list[Any]]]]:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("the Cypher query must be a non-empty string")
+    return (yield Cypher(query, dict(params or {}), bool(write)))

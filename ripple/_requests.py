@@ -1,0 +1,129 @@
+"""What the engine's plans yield: store requests, and CPU work they ask of the driver.
+
+Every operation (recall, ingest, lifecycle, the API's reads and writes) is an
+I/O-free generator of :data:`Request` values (the pattern of httpx's
+``Auth.auth_flow``).  A :class:`~graphstore.requests.StoreRequest` is answered
+by the store; a :class:`LocalRequest` (encode these texts, score these pairs
+with a cross-encoder) by the driver's :class:`~ripple._runtime.Runtime`, which
+the async driver runs in a worker thread so that the event loop never waits
+for a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generator, Generic, Sequence, TypeVar, Union, cast
+
+from graphstore.requests import StoreRequest
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ._ingest import Prepared
+    from ._runtime import Runtime
+    from .models import AddItem
+    from .recall.config import RecallConfig
+    from .recall.query import QueryInput, QueryVectors
+    from ._supersede import JudgeCase
+
+__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "Embed", "CrossEncode", "Frames",
+           "Judge", "Request", "Op"]
+
+R = TypeVar("R")
+T = TypeVar("T")
+
+
+class LocalRequest(Generic[R]):
+    """CPU work a plan asks of the driver rather than the store."""
+
+    __slots__ = ()
+
+    def run(self, runtime: "Runtime") -> R:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class Prepare(LocalRequest["list[Prepared]"]):
+    """Extract and embed validated items (the write path's CPU stage)."""
+
+    items: "Sequence[AddItem]"
+
+    def run(self, runtime: "Runtime") -> "list[Prepared]":
+        return runtime.prepare(self.items)
+
+
+@dataclass(frozen=True, slots=True)
+class PrepareQuery(LocalRequest["QueryInput"]):
+    """Tokens, language, entities and (now or beside the plan) vectors of a query."""
+
+    query: str
+    user_id: str
+    k: int
+    mode: str
+    config: "RecallConfig"
+
+    def run(self, runtime: "Runtime") -> "QueryInput":
+        return runtime.query_input(self.query, self.user_id, self.k, self.mode, self.config)
+
+
+@dataclass(frozen=True, slots=True)
+class CollectQueryVectors(LocalRequest["QueryVectors"]):
+    """Wait for the query's vectors that a worker thread has been computing."""
+
+    pending: Any  # a concurrent.futures.Future of QueryVectors
+
+    def run(self, runtime: "Runtime") -> "QueryVectors":
+        return cast("QueryVectors", self.pending.result())
+
+
+@dataclass(frozen=True, slots=True)
+class Embed(LocalRequest["np.ndarray"]):
+    """Sentence vectors of texts (entity names on ingest)."""
+
+    texts: Sequence[str]
+
+    def run(self, runtime: "Runtime") -> "np.ndarray":
+        return runtime.embedder.encode(list(self.texts))
+
+
+@dataclass(frozen=True, slots=True)
+class CrossEncode(LocalRequest[list[float]]):
+    """Cross-encoder scores of (query, text) pairs (the cross-encoder reranker)."""
+
+    model: str | None
+    pairs: Sequence[tuple[str, str]]
+
+    def run(self, runtime: "Runtime") -> list[float]:
+        return runtime.cross_encode(self.model, self.pairs)
+
+
+@dataclass(frozen=True, slots=True)
+class Frames(LocalRequest[list[tuple[Any, Any]]]):
+    """``(statement frames, speaker)`` of texts the write path compares (see :mod:`ripple._supersede`)."""
+
+    texts: Sequence[str]
+
+    def run(self, runtime: "Runtime") -> list[tuple[Any, Any]]:
+        return runtime.frames(self.texts)
+
+
+@dataclass(frozen=True, slots=True)
+class Judge(LocalRequest[list[str]]):
+    """The configured judge's answers for medium-confidence supersessions (``LifecycleConfig.judge``):
+    one of 'supersedes', 'conflict', 'unrelated' per case, checked."""
+
+    judge: Any  # Callable[[Sequence[JudgeCase]], Sequence[str]]
+    cases: "Sequence[JudgeCase]"
+
+    def run(self, runtime: "Runtime") -> list[str]:
+        from .errors import ConfigError
+
+        answers = [str(a) for a in self.judge(self.cases)]
+        if len(answers) != len(self.cases) or any(a not in ("supersedes", "conflict", "unrelated") for a in answers):
+            raise ConfigError("the judge must answer 'supersedes', 'conflict' or 'unrelated' for each case, in order")
+        return answers
+
+
+Request = Union[StoreRequest[Any], LocalRequest[Any]]
+#: An operation: a generator of requests that returns ``T``.
+Op = Generator[Request, Any, T]

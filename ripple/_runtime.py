@@ -1,0 +1,230 @@
+"""The CPU side of the API: models, the write path's CPU stage, and query preparation.
+
+One :class:`Runtime` per client.  It loads models on first use (so a client
+that only reads counts never imports torch), runs extraction and embedding
+for new memories, prepares queries, and answers the plans'
+:class:`~ripple._requests.LocalRequest` values.  It does no store I/O except
+one thing, given to it as a plain function: a server store's dense search may
+run in the query encoder's worker thread, right after encoding, so that it
+overlaps the plan's lexical reads instead of following them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from .errors import ConfigError
+from .models import AddItem, as_utc
+from .recall.config import RecallConfig
+from .recall.query import DenseSearch, QueryInput, QueryVectors, dense_search, needs_vectors
+from .settings import RippleSettings
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from extractors.base import Extractor
+
+    from ._ingest import Prepared
+    from .embedding import Embedder
+
+__all__ = ["Runtime", "DenseSearchFn"]
+
+#: A store's dense search, callable from a worker thread: (user_id, vector, k, statuses) -> hits.
+DenseSearchFn = Callable[[str, "np.ndarray", int, Sequence[str]], list[tuple[str, float]]]
+
+#: Extractions (and frames) of texts the write path wrote or compared lately, kept for its comparisons (a few MB).
+RECENT_PARSES = 4096
+
+#: Batches of at least this many texts are embedded in a worker thread while they are extracted.
+OVERLAP_MIN_BATCH = 16
+
+
+class Runtime:
+    """Models and CPU-bound work of one client (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: RippleSettings,
+        *,
+        embedder: "str | Embedder | None" = None,
+        extractor: "Extractor | None" = None,
+        clock: Callable[[], float] | None = None,
+        encode_first: bool = True,
+        search_beside: DenseSearchFn | None = None,
+    ) -> None:
+        self.settings = settings
+        spec = embedder if embedder is not None else settings.embedder
+        self._embedder_spec = spec
+        self._embedder: Embedder | None = None if isinstance(spec, str) else spec
+        self._extractor = extractor
+        self.clock = clock or time.time
+        # In-process stores read holding the GIL: encode the query before reading (see InProcessStore).
+        self._encode_first = encode_first
+        self._search_beside = search_beside
+        self._lock = threading.Lock()
+        self._cross_encoders: dict[str, Any] = {}
+        self._query_pool: ThreadPoolExecutor | None = None
+        self._recent: OrderedDict[str, tuple[Any, Any]] = OrderedDict()  # text -> (extraction, frames): see frames()
+
+    # -- models (loaded on first use) -------------------------------------------------
+    @property
+    def embedder(self) -> "Embedder":
+        if self._embedder is None:
+            with self._lock:
+                if self._embedder is None:
+                    from .embedding import default_embedder
+
+                    self._embedder = default_embedder(
+                        str(self._embedder_spec), self.settings.device, self.settings.embed_precision
+                    )
+        return self._embedder
+
+    @property
+    def extractor(self) -> "Extractor":
+        if self._extractor is None:
+            with self._lock:
+                if self._extractor is None:
+                    from extractors import default_extractor
+
+                    self._extractor = default_extractor()
+        return self._extractor
+
+    def cross_encode(self, model_name: str | None, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        if not model_name:
+            raise ConfigError("the cross-encoder reranker needs RerankConfig.model")
+        model = self._cross_encoders.get(model_name)
+        if model is None:
+            from sentence_transformers import CrossEncoder
+
+            model = self._cross_encoders[model_name] = CrossEncoder(model_name, device=self.settings.device)
+        return [float(s) for s in model.predict(list(pairs))] if pairs else []
+
+    # -- the write path's CPU stage ---------------------------------------------------
+    def prepare(self, items: Sequence[AddItem]) -> "list[Prepared]":
+        """Extraction and vectors of validated items; contentless texts ("ok", "好的") are dropped."""
+        from ._ingest import Prepared
+
+        if not items:
+            return []
+        texts = [i.text for i in items]
+        if len(texts) >= OVERLAP_MIN_BATCH:
+            # The embedder (torch, which releases the GIL) encodes in a worker thread while
+            # the extractor parses here, and then here too (see _overlap): on 2 cores LoCoMo
+            # ingest went from 49 to over 100 memories/s. Content-free turns are encoded too
+            # (they are few and short) and dropped.
+            from ._overlap import encode_beside
+
+            extractions, (all_vectors, all_tokens) = encode_beside(
+                self.embedder, texts, lambda: self.extractor.extract_many(texts)
+            )
+            keep = [n for n, ex in enumerate(extractions) if not ex.contentless]
+            vectors, tokens = all_vectors[keep], [all_tokens[n] for n in keep]
+        else:
+            extractions = self.extractor.extract_many(texts)
+            keep = [n for n, ex in enumerate(extractions) if not ex.contentless]
+            if not keep:
+                return []
+            vectors, tokens = self.embedder.encode_with_tokens([texts[n] for n in keep])
+        now = self.clock()
+        for n in keep:
+            self._remember_parse(texts[n], extractions[n])
+        return [
+            Prepared(items[n], extractions[n], as_utc(at).timestamp() if (at := items[n].at) else now,
+                     vectors[j], tokens[j])
+            for j, n in enumerate(keep)
+        ]
+
+    def frames(self, texts: Sequence[str]) -> list[tuple[Any, Any]]:
+        """``(frames, speaker)`` of texts the write path compares with each other (see
+        :func:`extractors.frames.frames_of`).  The texts this client wrote or compared lately come from
+        a small cache: most candidates of a batch were written by the batches before it, and were
+        parsed then."""
+        from extractors.frames import frames_of
+
+        with self._lock:
+            cached = {t: self._recent[t] for t in texts if t in self._recent}
+        missing = [t for t in dict.fromkeys(texts) if t not in cached]
+        if missing:
+            for t, ex in zip(missing, self.extractor.extract_many(missing)):
+                cached[t] = self._remember_parse(t, ex)
+        out = []
+        for t in texts:
+            ex, found = cached[t]
+            if found is None:
+                found = frames_of(ex)
+                self._remember_parse(t, ex, found)
+            out.append((found, ex.extra.get("speaker")))
+        return out
+
+    def _remember_parse(self, text: str, extraction: Any, frames: Any = None) -> tuple[Any, Any]:
+        with self._lock:
+            self._recent[text] = (extraction, frames)
+            self._recent.move_to_end(text)
+            while len(self._recent) > RECENT_PARSES:
+                self._recent.popitem(last=False)
+        return extraction, frames
+
+    # -- queries -------------------------------------------------------------------------
+    def query_input(self, query: str, user_id: str, k: int, mode: str, config: RecallConfig) -> QueryInput:
+        """Everything CPU-bound about a query; its vectors now (in-process store) or beside the plan."""
+        from extractors.text import detect_language, lexical_tokens
+
+        pending = vector = tokens = None
+        encode_ms = load_ms = 0.0
+        if self._embedder is None:  # the first query of a process loads the model: its own stage in the trace
+            t0 = time.perf_counter()
+            _ = self.embedder
+            load_ms = (time.perf_counter() - t0) * 1000.0
+        if needs_vectors(config) and self._encode_first:
+            # An in-process store reads in Python, holding the GIL: an encoder thread beside it
+            # waits up to a switch interval (5 ms) for the GIL after every op it releases it for,
+            # so on 2 cores encoding first and reading after is faster and steadier (100k
+            # memories, four interleaved runs: p95 44-49 against 45-61 ms).
+            t0 = time.perf_counter()
+            got = self.query_vectors(query, user_id, None)
+            vector, tokens = got.vector, got.tokens
+            encode_ms = (time.perf_counter() - t0) * 1000.0
+        elif needs_vectors(config):
+            # A server store (Neo4j) reads over a socket with the GIL released: the encoder
+            # runs in a worker thread meanwhile, and the plan collects it (CollectQueryVectors).
+            pending = self._pool().submit(self.query_vectors, query, user_id, dense_search(k, config))
+        keys: list[str] = []
+        if config.seed.query_entities > 0:
+            keys = [e.key for e in self.extractor.extract_many([query])[0].entities]
+        return QueryInput(
+            text=query, user_id=user_id, k=k, mode=mode, now=self.clock(), terms=lexical_tokens(query),
+            vector=vector, tokens=tokens, token_dim=self.embedder.dim, entity_keys=keys,
+            language=detect_language(query), pending=pending, encode_ms=encode_ms, load_ms=load_ms,
+        )
+
+    def query_vectors(self, query: str, user_id: str, search: DenseSearch | None) -> QueryVectors:
+        """The query's vectors; with ``search`` and a store search callable from this thread, also
+        the plan's dense search, run right after encoding (it then overlaps the lexical route the
+        plan reads meanwhile, the longer of the two when a query has common words)."""
+        from .embedding import QueryEncoder
+
+        emb = self.embedder
+        encode = emb.encode_query_with_tokens if isinstance(emb, QueryEncoder) else emb.encode_with_tokens
+        vectors, tokens = encode([query])
+        got = QueryVectors(vectors[0], tokens[0])
+        if search is not None and self._search_beside is not None:
+            got.search = search
+            got.hits = self._search_beside(user_id, got.vector, search.pool, search.statuses)
+        return got
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._query_pool is None:
+            with self._lock:
+                if self._query_pool is None:
+                    self._query_pool = ThreadPoolExecutor(1, thread_name_prefix="ripple-query")
+        return self._query_pool
+
+    def close(self) -> None:
+        """Stop the query worker (models stay cached for the process)."""
+        pool, self._query_pool = self._query_pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)

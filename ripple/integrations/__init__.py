@@ -1,0 +1,1 @@
+"""Optional integrations with agent frameworks (each behind its own extra)."""

@@ -1,0 +1,216 @@
+"""Stage 3, merge: seed score plus the channels' activation, then the priors read from each record.
+
+Pure functions over plain data: the pipeline fetches the records, these
+functions decide the scores.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+from graphstore.records import MemoryRecord
+
+from .activation import Edge
+from .candidates import Candidate, ChannelResult, Seeded
+from .config import MergeConfig, RecallConfig, RerankMethod, TierConfig
+from .query import QueryInput, has_recency_cue
+from .scoring import recency_factor
+
+if TYPE_CHECKING:
+    from datetime import date
+
+__all__ = ["merge_channels", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "when_boosts", "path_to"]
+
+
+def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config: RecallConfig, k: int) -> list[Candidate]:
+    """Candidates scored ``seed / best seed + sum(weight x activation)``, best first, cut to what the
+    next stages need; a baseline's final ranking passes through as it is.
+
+    A memory reached by spreading keeps each channel's activation in
+    ``channels``; when spreading gave it more than its own seed score, its
+    ``via`` is the channel that gave the most (the first one on a tie) and its
+    ``path`` the edges from that channel's source to it.
+    """
+    cands = seeded.cands
+    if seeded.final:
+        return list(cands.values())
+    weights = {name: cfg.weight for cfg in config.spread.channels if (name := cfg.name) in results}
+    reached: set[str] = set()
+    for res in results.values():
+        reached.update(res.activation)
+    for n in reached:
+        c = cands.get(n)
+        if c is None:
+            c = cands[n] = Candidate(n)
+        act, best, best_name = 0.0, float("-inf"), ""
+        for name, res in results.items():
+            raw = res.activation.get(n)
+            if raw is not None:
+                c.channels[name] = raw
+            part = weights[name] * (raw or 0.0)
+            act += part
+            if part > best:
+                best, best_name = part, name
+        c.activation = act
+        if act > c.seed / seeded.top:  # most of its score came from spreading: say through which channel
+            c.via = best_name
+    for c in cands.values():
+        c.score = (c.seed / seeded.top) + c.activation
+    ordered = sorted(cands.values(), key=lambda c: (-c.score, c.id))
+    rr = config.rerank
+    keep = ordered[: max(rr.top_n, k) * 2 if rr.method != RerankMethod.NONE else max(k * 4, 50)]
+    for c in keep:
+        if c.via in results:
+            res = results[c.via]
+            c.path = path_to(c.id, res.parents, res.sources)
+    return keep
+
+
+def apply_priors(q: QueryInput, cands: list[Candidate], records: Mapping[str, MemoryRecord],
+                 cfg: MergeConfig) -> tuple[list[Candidate], float]:
+    """Scale each candidate by what its record says (time, importance, confidence, tier, the speaker and
+    title the query names) and re-sort; returns the candidates and the time weight used.  With every
+    prior at 0 (the baselines) the candidates pass through untouched."""
+    time_w = cfg.time_weight
+    if not cfg.has_priors():
+        return cands, time_w
+    if cfg.recency_cue_weight > time_w and has_recency_cue(q.text):
+        time_w = cfg.recency_cue_weight
+    conf_w, tiers = cfg.confidence_weight, cfg.tiers
+    cand_records = [records[c.id] for c in cands]
+    speaker_boost = speaker_boosts(q.text, cand_records, cfg.speaker_weight)
+    title_boost = title_boosts(q.text, cand_records, cfg.title_weight)
+    when_boost = when_boosts(q.text, q.now, cand_records, cfg.when_weight)
+    for c in cands:
+        rec = records[c.id]
+        c.importance = rec.importance
+        c.confidence = rec.confidence
+        c.recency = recency_factor((q.now - rec.at) / 86400.0, cfg.half_life_days)
+        c.tier, tier_weight = tier_of(rec, q.now, tiers)
+        c.score = c.score * (1.0 - time_w + time_w * c.recency) + cfg.importance_weight * (rec.importance - 0.5)
+        c.score *= (1.0 - conf_w + conf_w * rec.confidence) * tier_weight * speaker_boost.get(c.id, 1.0)
+        c.score *= title_boost.get(c.id, 1.0) * when_boost.get(c.id, 1.0)
+    cands.sort(key=lambda c: (-c.score, c.id))
+    return cands, time_w
+
+
+def tier_of(rec: MemoryRecord, now: float, cfg: TierConfig) -> tuple[str, float]:
+    """The forgetting tier of a memory record at time ``now`` and its score weight (see :class:`TierConfig`)."""
+    if not cfg.enabled:
+        return "hot", 1.0
+    if rec.pinned or rec.access_count + rec.mentions - 1 >= cfg.frequent_uses:
+        return "hot", 1.0
+    last = max(rec.at, rec.last_seen or 0.0, rec.last_access or 0.0)
+    days = (now - last) / 86400.0
+    if days <= cfg.hot_days:
+        return "hot", 1.0
+    if days <= cfg.warm_days:
+        return "warm", cfg.warm_weight
+    if days <= cfg.cold_days:
+        return "cold", cfg.cold_weight
+    return "frozen", cfg.frozen_weight
+
+
+def speaker_boosts(query: str, records: Sequence[MemoryRecord], weight: float) -> dict[str, float]:
+    """Score multipliers for turns *said by* the person the query asks about (memory id -> ``1 + weight``).
+
+    "What does Melanie do to destress?" is about Melanie's own turns, yet her
+    name is just as present in Caroline's replies ("That's great, Melanie!"),
+    where no route tells speaker from addressee.  Only when the query names
+    some but not all of the speakers among the candidates are their turns
+    boosted; passages and one-speaker logs get nothing.
+    """
+    if weight <= 0 or not records:
+        return {}
+    from extractors.speaker import split_speaker
+
+    speaker_of: dict[str, str] = {}
+    for rec in records:
+        turn = split_speaker(rec.text)
+        if turn.speaker is not None:
+            speaker_of[rec.id] = turn.subject
+    speakers = set(speaker_of.values())
+    if len(speakers) < 2:
+        return {}
+    text = query.lower()
+    named = {sp for sp in speakers if sp in text and (not sp.isascii() or re.search(rf"(?<!\w){re.escape(sp)}(?!\w)", text))}
+    if not named or named == speakers:
+        return {}
+    return {i: 1.0 + weight for i, sp in speaker_of.items() if sp in named}
+
+
+def title_boosts(query: str, records: Sequence[MemoryRecord], weight: float) -> dict[str, float]:
+    """Score multipliers for documents whose title the query names (memory id -> ``1 + weight``).
+
+    "Where was Philip Carlo born?" is about the page titled "Philip Carlo"
+    more than about the pages that mention him.  Memories without a title line
+    (chat turns) are untouched.
+    """
+    if weight <= 0 or not records:
+        return {}
+    from extractors.heading import names_title, split_title, title_key
+    from extractors.normalize import entity_key
+
+    query_key = entity_key(query)
+    out = {}
+    for rec in records:
+        title = split_title(rec.text)
+        if title is not None and names_title(query_key, title_key(title)):
+            out[rec.id] = 1.0 + weight
+    return out
+
+
+def when_boosts(query: str, now: float, records: Sequence[MemoryRecord], weight: float) -> dict[str, float]:
+    """Score multipliers for memories in a time the query names (memory id -> ``1 + weight``).
+
+    "What did Maria donate in December 2023?" is about what happened then: a
+    memory counts when its event time falls in a named range, or when a time it
+    names does ("we went camping last month", resolved against its own date when
+    it was stored).  Queries that name no time change nothing.
+    """
+    if weight <= 0 or not records:
+        return {}
+    from datetime import datetime, timezone
+
+    from extractors.timeexpr import overlaps, query_times
+
+    asked = query_times(query, datetime.fromtimestamp(now, tz=timezone.utc))
+    if not asked:
+        return {}
+    out = {}
+    for rec in records:
+        day = datetime.fromtimestamp(rec.at, tz=timezone.utc).date()
+        spans = [(day, day), *_stored_times(rec)]
+        if any(overlaps(a, s) for a in asked for s in spans):
+            out[rec.id] = 1.0 + weight
+    return out
+
+
+def _stored_times(rec: MemoryRecord) -> list[tuple["date", "date"]]:
+    """The times a memory names, as the write path resolved them (metadata["ripple"]["times"])."""
+    if '"times"' not in rec.metadata_json:
+        return []
+    import json
+    from datetime import date
+
+    try:
+        times = json.loads(rec.metadata_json).get("ripple", {}).get("times", [])
+        return [(date.fromisoformat(a), date.fromisoformat(b)) for a, b in times]
+    except (ValueError, TypeError, AttributeError):
+        return []
+
+
+def path_to(node: str, parents: Mapping[str, Edge], sources: set[str]) -> list[Edge]:
+    """Edges from a source of the channel to ``node``, following the best incoming edges back."""
+    path: list[Edge] = []
+    seen = {node}
+    while node in parents and (not path or node not in sources):
+        e = parents[node]
+        path.append(e)
+        node = e.source
+        if node in seen:
+            break
+        seen.add(node)
+    path.reverse()
+    return path

@@ -1,0 +1,191 @@
+"""Stage 1, seed: score the user's memories against the query.
+
+The routes are read once (BM25 from postings, dense cosine from the vector
+index); the seed method (:class:`~ripple.recall.config.SeedMethod`) then
+decides what they become, through the :data:`SEEDERS` registry: ripple's own
+fused seeds with token-level late interaction, or a baseline's final ranking.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Generator
+
+from graphstore.requests import LexicalStats, NearestMemories, Postings, TokenVectors
+
+from .._requests import CollectQueryVectors, Request
+from .candidates import Candidate, Seeded, StageTimer
+from .config import RecallConfig, SeedConfig, SeedMethod
+from .query import QueryInput, QueryVectors, dense_search, pool_size
+from .scoring import bm25, maxsim_stacked, minmax, rrf, top, weighted_sum
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["Routes", "SEEDERS", "seed_stage", "maxsim_blobs", "length_aware_seed"]
+
+
+@dataclass(slots=True)
+class Routes:
+    """The first stage's raw routes: BM25 and dense cosine per memory id."""
+
+    lexical: dict[str, float]
+    dense: dict[str, float]
+    n_docs: int | None  # None when the lexical route did not run
+
+
+def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, tuple[QueryInput, Routes]]:
+    """Read the lexical route (if the method uses it) and the dense route (if it uses that)."""
+    seed_cfg = config.seed
+    lexical: dict[str, float] = {}
+    dense: dict[str, float] = {}
+    n_docs: int | None = None
+    if seed_cfg.method != SeedMethod.DENSE and q.terms:
+        n_docs, avg_len, df = yield LexicalStats(q.user_id, q.terms)
+        cap = max(1, seed_cfg.max_df_ratio * n_docs)
+        if seed_cfg.max_df is not None:
+            cap = min(cap, seed_cfg.max_df)
+        usable = [t for t in dict.fromkeys(q.terms) if 0 < df.get(t, 0) <= cap]
+        if usable:
+            rows = yield Postings(q.user_id, usable)
+            lexical = bm25(q.terms, rows, n_docs=n_docs, avg_len=avg_len, df=df, k1=seed_cfg.bm25_k1, b=seed_cfg.bm25_b)
+    search = dense_search(q.k, config)
+    early: list[tuple[str, float]] | None = None
+    if q.pending is not None:  # the encoder ran while the lexical route read the postings
+        got: QueryVectors = yield CollectQueryVectors(q.pending)
+        q = dataclasses.replace(q, vector=got.vector, tokens=got.tokens, pending=None)
+        if got.hits is not None and got.search == search:
+            early = got.hits
+    if search is not None and q.vector is not None:
+        if early is None:
+            early = yield NearestMemories(q.user_id, q.vector, search.pool, search.statuses)
+        dense = dict(early)
+    return q, Routes(lexical, dense, n_docs)
+
+
+# ------------------------------------------------------------------------------------------- seeders
+
+Seeder = Callable[[QueryInput, Routes, RecallConfig, StageTimer], Generator[Request, Any, Seeded]]
+
+
+def _dense_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: StageTimer) -> Generator[Request, Any, Seeded]:
+    """The flat baseline: dense cosine top-k, final."""
+    yield from ()  # (every seeder is a generator of requests; this one needs none)
+    ranked = sorted(routes.dense.items(), key=lambda kv: -kv[1])[: max(q.k, 1)]
+    return Seeded({i: Candidate(i, score=s, seed=s, dense=s) for i, s in ranked}, final=True)
+    yield  # (a generator, like every stage)
+
+
+def _lexical_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: StageTimer) -> Generator[Request, Any, Seeded]:
+    """The BM25 baseline: lexical top of the pool, final."""
+    yield from ()
+    lexical = routes.lexical
+    ranked = top(lexical, pool_size(config, q.k))
+    return Seeded({i: Candidate(i, score=lexical[i], seed=lexical[i], lexical=lexical[i]) for i in ranked},
+                  final=True, n_docs=routes.n_docs)
+
+
+def _rrf_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: StageTimer) -> Generator[Request, Any, Seeded]:
+    """The hybrid baseline: reciprocal rank fusion of the dense and BM25 rankings, final."""
+    yield from ()
+    n = pool_size(config, q.k)
+    fused = rrf([top(routes.dense, n), top(routes.lexical, n)], k=config.seed.rrf_k)
+    cands = {
+        i: Candidate(i, score=fused[i], seed=fused[i], lexical=routes.lexical.get(i, 0.0), dense=routes.dense.get(i, 0.0))
+        for i in top(fused, n)
+    }
+    return Seeded(cands, final=True, n_docs=routes.n_docs)
+
+
+def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: StageTimer) -> Generator[Request, Any, Seeded]:
+    """ripple's own: a fused first stage picks a pool, MaxSim scores it, and the seeds go on to spread."""
+    seed_cfg = config.seed
+    lexical, dense = routes.lexical, routes.dense
+    n = pool_size(config, q.k)
+    fl = seed_cfg.first_stage_lexical
+    lexical_pool = {i: lexical[i] for i in top(lexical, n)}
+    first = weighted_sum([(fl, lexical_pool), (1 - fl, dense)])
+    pool = top(first, n)
+    late: dict[str, float] = {}
+    doc_tokens: dict[str, int] = {}
+    if seed_cfg.late > 0 and q.tokens is not None and pool:
+        import numpy as np
+
+        blobs = yield TokenVectors(pool)
+        late, doc_tokens = maxsim_blobs(np.asarray(q.tokens, dtype=np.float32), blobs, q.token_dim)
+    pool_lex = {i: lexical[i] for i in pool if i in lexical}
+    pool_dense = {i: dense[i] for i in pool if i in dense}
+    lexical_weight = seed_cfg.lexical_cjk if q.language in ("zh", "ja", "ko") else seed_cfg.lexical
+    if late and (seed_cfg.late_length_pivot or seed_cfg.dense_length_pivot):
+        seed_scores = length_aware_seed(pool_lex, pool_dense, late, doc_tokens, lexical_weight, seed_cfg)
+    else:
+        seed_scores = weighted_sum(
+            [(lexical_weight, pool_lex), (seed_cfg.dense, pool_dense), (seed_cfg.late, late)]
+        ) or {i: first.get(i, 0.0) for i in pool}
+    for i in pool:
+        seed_scores.setdefault(i, 0.0)
+    cands = {
+        i: Candidate(i, seed=s, lexical=lexical.get(i, 0.0), dense=dense.get(i, 0.0), late=late.get(i, 0.0))
+        for i, s in seed_scores.items()
+    }
+    timer.lap("seed.late_interaction", len(late), pool=len(pool))
+    top_seed = max(seed_scores.values(), default=0.0) or 1.0
+    norm = {i: s / top_seed for i, s in seed_scores.items()}
+    return Seeded(cands, final=False, norm=norm, ranked=top(norm, len(norm)), top=top_seed, n_docs=routes.n_docs)
+
+
+#: Seed method -> the function that turns the routes into seeds.
+SEEDERS: dict[SeedMethod, Seeder] = {
+    SeedMethod.FUSED: _fused_seeds,
+    SeedMethod.DENSE: _dense_seeds,
+    SeedMethod.LEXICAL: _lexical_seeds,
+    SeedMethod.RRF: _rrf_seeds,
+}
+
+
+def seed_stage(q: QueryInput, config: RecallConfig, timer: StageTimer) -> Generator[Request, Any, tuple[QueryInput, Seeded]]:
+    """Read the routes, then seed with the configured method; returns the query with its vectors."""
+    q, routes = yield from _read_routes(q, config)
+    timer.lap("seed.first_stage", len(routes.lexical) + len(routes.dense),
+              lexical=len(routes.lexical), dense=len(routes.dense))
+    seeded = yield from SEEDERS[config.seed.method](q, routes, config, timer)
+    return q, seeded
+
+
+# ------------------------------------------------------------------------------------------- scoring helpers
+
+
+def maxsim_blobs(query_tokens: "np.ndarray", blobs: dict[str, bytes], dim: int) -> tuple[dict[str, float], dict[str, int]]:
+    """MaxSim of the query against stored (packed) token vectors, and each memory's token count."""
+    from ripple.embedding import TOKEN_SCALE, stack_token_blobs
+
+    ids, lengths, stacked = stack_token_blobs(blobs, dim)
+    scores = maxsim_stacked(query_tokens, ids, lengths, stacked, scale=TOKEN_SCALE)
+    return scores, dict(zip(ids, lengths.tolist()))
+
+
+def length_aware_seed(
+    lexical: dict[str, float],
+    dense: dict[str, float],
+    late: dict[str, float],
+    doc_tokens: dict[str, int],
+    lexical_weight: float,
+    cfg: SeedConfig,
+) -> dict[str, float]:
+    """Seed scores with route weights that follow each memory's length (see :class:`SeedConfig`).
+
+    A memory of ``n`` content tokens keeps ``min(1, late_pivot / n) ** power``
+    of the MaxSim weight, gives the rest to the dense route, and gets
+    ``min(1, n / dense_pivot) ** power`` of the base dense weight.
+    """
+    lex_n, dense_n, late_n = minmax(lexical), minmax(dense), minmax(late)
+    late_pivot, dense_pivot = cfg.late_length_pivot, cfg.dense_length_pivot
+    out: dict[str, float] = {}
+    for i in set(lex_n) | set(dense_n) | set(late_n):
+        n = max(doc_tokens.get(i, 1), 1)
+        late_share = min(1.0, late_pivot / n) ** cfg.late_length_power if late_pivot else 1.0
+        dense_share = min(1.0, n / dense_pivot) ** cfg.dense_length_power if dense_pivot else 1.0
+        w_dense = cfg.dense * dense_share + cfg.late * (1.0 - late_share)
+        out[i] = lexical_weight * lex_n.get(i, 0.0) + w_dense * dense_n.get(i, 0.0) + cfg.late * late_share * late_n.get(i, 0.0)
+    return out

@@ -1,0 +1,261 @@
+"""``ripple serve`` as a real process on the loopback interface, driven by a real HTTP client (httpx),
+on the embedded store and on Neo4j: auth, user scoping, structured errors, size limits, streamed
+export, and ``ripple recall --server`` (which must not load torch).
+
+One server process per backend for the whole module; every test works in users of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import pytest
+
+from tests.graphstore.test_neo4j import PASSWORD, URI, driver, wipe  # noqa: F401  (fixture)
+from ripple.server.process import ROOT, ServerProcess, child_env, ripple_process
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "test-token_0mega.7~"
+MAX_BODY = 64 * 1024
+
+
+@pytest.fixture(scope="module", params=["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    folder = tmp_path_factory.mktemp(f"serve-{request.param}")
+    env = child_env()
+    if request.param == "neo4j":
+        drv = request.getfixturevalue("driver")  # skips, or fails under RIPPLE_REQUIRE_ALL, without a server
+        wipe(drv)
+        store, env = URI, child_env(RIPPLE_NEO4J_PASSWORD=PASSWORD)
+    else:
+        store = str(folder / "store")
+    command = ["serve", "--token", TOKEN, "--max-body-bytes", str(MAX_BODY)]
+    with ripple_process(store, command, log=folder / "server.log", env=env) as proc:
+        yield proc
+    if request.param == "neo4j":
+        wipe(drv)
+
+
+@pytest.fixture
+def api(server: ServerProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as client:
+        yield client
+
+
+def user() -> str:
+    return f"u-{uuid.uuid4().hex[:8]}"
+
+
+def error(response: httpx.Response) -> dict[str, str]:
+    """The structured error of a response; never a traceback."""
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
+    assert "Traceback" not in response.text and "\n" not in body["error"]["message"]
+    return body["error"]  # type: ignore[no-any-return]
+
+
+def add(api: httpx.Client, uid: str, text: str, **fields: Any) -> dict[str, Any]:
+    r = api.post(f"/v1/users/{uid}/memories", json={"text": text, **fields})
+    assert r.status_code == 201, r.text
+    (stored,) = r.json()
+    return stored  # type: ignore[no-any-return]
+
+
+# -- open endpoints and auth ------------------------------------------------------------------------
+def test_health_and_schema_are_open(server: ServerProcess) -> None:
+    for path in ("/health/live", "/health/ready"):
+        r = httpx.get(server.url + path)
+        assert r.status_code == 200 and r.json()["status"] in ("alive", "ready")
+    schema = httpx.get(server.url + "/openapi.json").json()
+    assert "/v1/users/{user_id}/recall" in schema["paths"]
+    assert "RecallResult" in schema["components"]["schemas"] and "AddBody" in schema["components"]["schemas"]
+
+
+def test_missing_or_wrong_token_is_401(server: ServerProcess) -> None:
+    path = f"{server.url}/v1/users/u1/memories"
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}):
+        r = httpx.post(path, json={"text": "Sneaky write."}, headers=headers)
+        assert r.status_code == 401 and error(r)["code"] == "unauthorized"
+        assert r.headers["www-authenticate"].startswith("Bearer")
+        assert httpx.get(path, headers=headers).status_code == 401
+
+
+# -- the API ------------------------------------------------------------------------------------------
+def test_memories_add_get_recall_update_history_forget_delete(api: httpx.Client) -> None:
+    uid = user()
+    budget = add(api, uid, "Our budget is 50,000 CNY.", session_id="s1")
+    dana = add(api, uid, "Dana Whitfield runs procurement at Northwind Traders.", session_id="s1",
+               metadata={"source": "chat"}, at="2026-05-01T09:00:00Z")
+    zh = add(api, uid, "我叫张伟，在北京的阿里巴巴工作。", session_id="s2")
+    assert dana["metadata"] == {"source": "chat"} and dana["at"].startswith("2026-05-01T09:00:00")
+    assert api.post(f"/v1/users/{uid}/memories", json={"text": "ok thanks"}).json() == []  # nothing to remember
+
+    r = api.post(f"/v1/users/{uid}/memories/batch", json={"items": [
+        {"text": "Bluebird must ship before the fourteenth of June.", "session_id": "s3"},
+        {"text": "项目代号是青鸟。", "session_id": "s3"}]})
+    assert r.status_code == 201 and [m["session_id"] for m in r.json()] == ["s3", "s3"]
+
+    assert api.get(f"/v1/users/{uid}/memories/{zh['id']}").json()["text"] == zh["text"]
+    listed = api.get(f"/v1/users/{uid}/memories", params={"session_id": "s1"}).json()
+    assert {m["id"] for m in listed} == {budget["id"], dana["id"]}
+    assert len(api.get(f"/v1/users/{uid}/memories", params={"limit": 2}).json()) == 2
+
+    plain = api.post(f"/v1/users/{uid}/recall", json={"query": "张伟在哪里工作？", "k": 3}).json()
+    assert plain["hits"][0]["memory"]["id"] == zh["id"]
+    assert plain["trace"]["stages"] == [] and all(h["path"] == [] for h in plain["hits"])
+    explained = api.post(f"/v1/users/{uid}/recall",
+                         json={"query": "Who signs off purchases for the Northwind rebrand?", "k": 5,
+                               "explain": True}).json()
+    assert {h["memory"]["id"] for h in explained["hits"]} >= {dana["id"], budget["id"]}
+    assert [s["name"] for s in explained["trace"]["stages"]] and explained["trace"]["total_ms"] > 0
+    assert any(h["path"] for h in explained["hits"] if h["via"] != "seed")
+
+    r = api.post(f"/v1/users/{uid}/memories", json={"text": "The budget is now 60k.", "session_id": "s4"})
+    newer = r.json()[0]
+    history = api.get(f"/v1/users/{uid}/memories/{newer['id']}/history").json()
+    assert [m["id"] for m in history] == [budget["id"], newer["id"]] and history[0]["status"] == "superseded"
+
+    changed = api.patch(f"/v1/users/{uid}/memories/{dana['id']}", json={"metadata": {"source": "email"}}).json()
+    assert changed["id"] == dana["id"] and changed["metadata"] == {"source": "email"}
+    assert api.post(f"/v1/users/{uid}/memories/{dana['id']}/pin", json={}).json()["pinned"] is True
+    forgotten = api.post(f"/v1/users/{uid}/memories/{zh['id']}/forget").json()
+    assert forgotten["status"] == "invalidated"
+    again = api.post(f"/v1/users/{uid}/recall", json={"query": "张伟在哪里工作？", "k": 3}).json()
+    assert zh["id"] not in [h["memory"]["id"] for h in again["hits"]]
+    by_query = api.post(f"/v1/users/{uid}/forget", json={"query": "When must Bluebird ship?"}).json()
+    assert "Bluebird" in by_query["text"] and by_query["status"] == "invalidated"
+
+    assert api.delete(f"/v1/users/{uid}/memories/{dana['id']}").status_code == 204
+    assert error(api.get(f"/v1/users/{uid}/memories/{dana['id']}"))["code"] == "memory_not_found"
+    stats = api.get(f"/v1/users/{uid}/stats").json()
+    assert stats["memories"] == 5
+    tiers = api.post(f"/v1/users/{uid}/maintain").json()
+    assert tiers["invalidated"] == 2 and tiers["superseded"] == 1
+
+
+def test_users_cannot_reach_each_other(api: httpx.Client) -> None:
+    alice, bob = user(), user()
+    secret = add(api, alice, "Alice's locker code is 4711.")
+    add(api, bob, "Bob keeps his bicycle in the basement.")
+    mid = secret["id"]
+    refused = [
+        api.get(f"/v1/users/{bob}/memories/{mid}"),
+        api.patch(f"/v1/users/{bob}/memories/{mid}", json={"text": "Hijacked."}),
+        api.delete(f"/v1/users/{bob}/memories/{mid}"),
+        api.get(f"/v1/users/{bob}/memories/{mid}/history"),
+        api.post(f"/v1/users/{bob}/memories/{mid}/forget"),
+        api.post(f"/v1/users/{bob}/memories/{mid}/pin", json={"pinned": True}),
+    ]
+    for r in refused:
+        assert r.status_code == 404 and error(r) == {
+            "code": "memory_not_found", "message": f"no memory with id '{mid}' for user '{bob}'"}
+        assert "4711" not in r.text
+    # the same answer as an id that does not exist: nothing to learn from probing
+    assert error(api.get(f"/v1/users/{bob}/memories/m_nope"))["message"] == f"no memory with id 'm_nope' for user '{bob}'"
+    # nothing changed for Alice
+    kept = api.get(f"/v1/users/{alice}/memories/{mid}").json()
+    assert (kept["text"], kept["status"], kept["metadata"]) == (secret["text"], "active", {})
+    # Bob's reads never return Alice's memories
+    hits = api.post(f"/v1/users/{bob}/recall", json={"query": "What is the locker code?", "k": 10}).json()["hits"]
+    assert all(h["memory"]["user_id"] == bob for h in hits) and "4711" not in json.dumps(hits)
+    assert "4711" not in api.get(f"/v1/users/{bob}/memories").text
+    assert "4711" not in api.get(f"/v1/users/{bob}/export").text
+    # a body cannot name another user
+    r = api.post(f"/v1/users/{bob}/memories", json={"text": "Planted memory.", "user_id": alice})
+    assert r.status_code == 422 and error(r)["code"] == "invalid_request"
+
+
+def test_errors_are_structured(api: httpx.Client) -> None:
+    uid = user()
+    add(api, uid, "Maple syrup comes from Quebec.")
+    cases = [
+        (api.post(f"/v1/users/{uid}/memories", json={"text": "   "}), 422, "invalid_input"),
+        (api.post(f"/v1/users/{uid}/recall", json={"query": "syrup", "k": 0}), 422, "invalid_input"),
+        (api.post(f"/v1/users/{uid}/recall", json={"query": "syrup", "mode": "magic"}), 422, "invalid_input"),
+        (api.post(f"/v1/users/{uid}/recall", json={"k": 3}), 422, "invalid_request"),
+        (api.post(f"/v1/users/{uid}/recall", content=b"{not json", headers={"content-type": "application/json"}),
+         422, "invalid_request"),
+        (api.get(f"/v1/users/{uid}/memories/m_missing"), 404, "memory_not_found"),
+        (api.get("/v1/nothing/here"), 404, "not_found"),
+        (api.put(f"/v1/users/{uid}/recall", json={}), 405, "method_not_allowed"),
+    ]
+    for response, status, code in cases:
+        assert (response.status_code, error(response)["code"]) == (status, code), response.text
+
+
+def test_request_size_limit(api: httpx.Client) -> None:
+    uid = user()
+    big = {"items": [{"text": "A long line about nothing in particular. " * 40} for _ in range(60)]}
+    r = api.post(f"/v1/users/{uid}/memories/batch", json=big)
+    assert r.status_code == 413 and error(r)["code"] == "request_too_large"
+
+    def chunks() -> Iterator[bytes]:  # no content-length: counted as it arrives
+        yield b'{"items": ['
+        for n in range(200):
+            yield (b", " if n else b"") + json.dumps({"text": "x" * 1000}).encode()
+        yield b"]}"
+
+    r = api.post(f"/v1/users/{uid}/memories/batch", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and error(r)["code"] == "request_too_large"
+    assert api.get(f"/v1/users/{uid}/stats").json()["memories"] == 0  # nothing was stored
+
+
+def test_export_streams_json_lines(api: httpx.Client) -> None:
+    uid = user()
+    r = api.post(f"/v1/users/{uid}/memories/batch", json={"items": [
+        {"text": f"Meeting {n} with Dana Whitfield about the Northwind rebrand.", "session_id": "s1"} for n in range(30)
+    ] + [{"text": "张伟在北京的阿里巴巴工作。", "session_id": "s2"}]})
+    assert r.status_code == 201
+    with api.stream("GET", f"/v1/users/{uid}/export") as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("application/x-ndjson")
+        assert "content-length" not in response.headers  # streamed
+        rows = [json.loads(line) for line in response.iter_lines() if line]
+    kinds = {row["type"] for row in rows}
+    assert kinds == {"memory", "entity", "edge"}
+    memories = [row for row in rows if row["type"] == "memory"]
+    assert len(memories) == 31 and all(row["user_id"] == uid for row in rows)
+    assert any(row["text"] == "张伟在北京的阿里巴巴工作。" for row in memories)
+
+
+def test_delete_all(api: httpx.Client) -> None:
+    uid, other = user(), user()
+    add(api, uid, "Dana Whitfield runs procurement at Northwind Traders.")
+    add(api, other, "Otto collects vinyl records.")
+    counts = api.delete(f"/v1/users/{uid}").json()
+    assert counts["memories"] == 1
+    assert api.get(f"/v1/users/{uid}/stats").json()["memories"] == 0
+    assert api.get(f"/v1/users/{other}/stats").json()["memories"] == 1
+
+
+# -- the CLI as a client ------------------------------------------------------------------------------
+def test_cli_recall_and_add_via_server_load_no_model(server: ServerProcess, tmp_path: Path) -> None:
+    uid = user()
+    code = (
+        "import sys, json\n"
+        "from ripple.cli.__main__ import main\n"
+        f"assert main(['add', '通过服务器记住：周五交付青鸟项目。', '--user', {uid!r}, '--server', {server.url!r}]) == 0\n"
+        f"assert main(['recall', '青鸟项目什么时候交付？', '--user', {uid!r}, '--json']) == 0\n"
+        "print('HEAVY', [m for m in ('torch', 'sentence_transformers', 'spacy', 'jieba', 'transformers')"
+        " if m in sys.modules])\n"
+    )
+    env = child_env(RIPPLE_SERVER=server.url, RIPPLE_SERVER_TOKEN=TOKEN, RIPPLE_HOME=str(tmp_path / "no-store"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "HEAVY []" in out.stdout
+    assert "stored 1 memory" in out.stdout and "周五交付青鸟项目" in out.stdout
+    assert not (tmp_path / "no-store").exists()  # nothing was opened locally
+
+    # a wrong token: one line, non-zero
+    env["RIPPLE_SERVER_TOKEN"] = "wrong"
+    out = subprocess.run([sys.executable, "-m", "ripple.cli", "recall", "x", "--user", uid], capture_output=True,
+                         text=True, env=env, cwd=ROOT, timeout=120)
+    assert out.returncode == 1 and out.stderr.startswith("ripple: error: wrong bearer token")
+    assert len(out.stderr.strip().splitlines()) == 1
