@@ -139,7 +139,7 @@ def ingest(mem: Any, item: Item, mode: str, order: Sequence[int]) -> Outcome:
             out.retracts.append(pair)
     listing = getattr(mem, "conflicts", None)
     if listing is not None and index:
-        for c in listing(USER):
+        for c in listing(user_id=USER):
             if c.new.id in index and c.old.id in index:
                 out.conflicts.append((index[c.new.id], index[c.old.id]))
     out.supersedes.sort()

@@ -393,9 +393,9 @@ def _statement_plan(
                     found.append((i, target, at, v))
     if not found:
         return
-    texts = sorted({t for *_, v in found for t in (v.old_masked, v.new_masked)})
-    vectors = yield Embed(texts)
-    index = {t: np.asarray(vec, dtype=np.float32) for t, vec in zip(texts, vectors)}
+    masked = sorted({t for *_, v in found for t in (v.old_masked, v.new_masked)})
+    vectors = yield Embed(masked)
+    index = {t: np.asarray(vec, dtype=np.float32) for t, vec in zip(masked, vectors)}
     best: dict[tuple[int, str], _Decision] = {}
     rank = {HIGH: 2, MEDIUM: 1}
     for i, target, at, v in found:
