@@ -26,6 +26,14 @@ Scores, per class and language and pooled:
   ("flagged") and on pairs that should stay apart ("false flags").
 
 A wrong supersession hides a true fact, so precision matters more than recall.
+
+``--cost`` measures what supersession costs the write path instead: the LoCoMo
+dev conversations (2,073 chat turns) are ingested with ``add_many`` with
+supersession on and off, alternating (ABAB..., ``--rounds`` times), and the
+report gives turns/s of each run and the ratio of the medians (a ratio on one
+busy machine, not an absolute speed), with the supersessions and conflicts the
+chat produced (real conversations rarely restate a fact with a new value: most
+of those would be false).
 Results go to ``benchmarks/results/supersession/<label>.json`` (every item's
 outcome) and ``<label>.md`` (the tables).
 """
@@ -243,9 +251,14 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--label", default=None, help="result file name (default: <split>)")
     parser.add_argument("--out", type=Path, default=PROJECT_ROOT / "benchmarks" / "results" / "supersession")
     parser.add_argument("--show-errors", action="store_true", help="print the items that ended in a wrong state")
+    parser.add_argument("--cost", action="store_true",
+                        help="measure ingest throughput with supersession on and off on the LoCoMo dev turns instead")
+    parser.add_argument("--rounds", type=int, default=2, help="--cost: runs per setting, alternating")
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
+    if args.cost:
+        return run_cost(args, argv)
     from ripple import Memory
     from ripple.embedding import default_embedder
     from extractors import default_extractor
@@ -300,4 +313,57 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                   f"conflicts {o['conflicts']}")
             for t, note in zip(it.turns, o["notes"]):
                 print(f"   {t.text}" + (f"   <- {json.dumps(note, ensure_ascii=False)}" if note else ""))
+    return 0
+
+
+# --------------------------------------------------------------------------- write-path cost
+
+
+def run_cost(args: argparse.Namespace, argv: list[str]) -> int:
+    """Ingest throughput with supersession on and off, alternating on one machine (see the module docstring)."""
+    import statistics
+
+    from ripple import LifecycleConfig, Memory
+    from ripple.embedding import default_embedder
+    from extractors import default_extractor
+
+    from benchmarks.datasets import load_locomo
+    from benchmarks.run import git_info, machine_info
+
+    data = load_locomo(default_data_dir() / "locomo" / "locomo-dev.json")
+    docs = list(data.docs)  # in conversation order
+    embedder, extractor = default_embedder(), default_extractor()
+    extractor.extract_many(["warm up", "预热"])
+    embedder.encode(["warm up"])
+    runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="ripple-supersession-cost-") as tmp:
+        for r in range(args.rounds):
+            for on in (True, False) if r % 2 == 0 else (False, True):
+                lifecycle = LifecycleConfig(supersede=on)
+                with Memory(path=f"{tmp}/{r}-{on}", embedder=embedder, extractor=extractor,
+                            lifecycle=lifecycle) as mem:
+                    t0 = time.perf_counter()
+                    for user in sorted({d.user_id for d in docs}):
+                        mem.add_many([{"text": d.text, "user_id": d.user_id, "session_id": d.session_id, "at": d.at}
+                                      for d in docs if d.user_id == user])
+                    seconds = time.perf_counter() - t0
+                    counts = {"supersedes": 0, "conflicts": 0}
+                    for user in sorted({d.user_id for d in docs}):
+                        st = mem.stats(user_id=user)
+                        counts["supersedes"] += st.get("edges_supersedes", 0)
+                        counts["conflicts"] += len(mem.conflicts(user_id=user))
+                runs.append({"supersede": on, "round": r, "turns": len(docs), "seconds": round(seconds, 2),
+                             "turns_per_s": round(len(docs) / seconds, 1), **counts})
+                print(f"round {r} supersede={'on' if on else 'off'}: {len(docs)} turns in {seconds:.1f} s "
+                      f"({len(docs) / seconds:.1f}/s), {counts['supersedes']} supersedes, {counts['conflicts']} conflicts")
+    rate = {on: statistics.median(x["turns_per_s"] for x in runs if x["supersede"] == on) for on in (True, False)}
+    ratio = rate[True] / rate[False]
+    header = {"type": "header", "turns": len(docs), "rounds": args.rounds, "git": git_info(), "machine": machine_info(),
+              "command": "python -m benchmarks " + shlex.join(argv), "time": datetime.now().isoformat(timespec="seconds")}
+    label = args.label or "cost"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{label}.json").write_text(json.dumps({"header": header, "runs": runs, "ratio": round(ratio, 3)},
+                                                       indent=1) + "\n", encoding="utf-8")
+    print(f"median turns/s: on {rate[True]:.1f}, off {rate[False]:.1f}; on/off = {ratio:.3f}"
+          f" -> {args.out / (label + '.json')}")
     return 0

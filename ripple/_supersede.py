@@ -255,8 +255,10 @@ def structural_match(old: Frame, new: Frame, *, multi_valued: frozenset[str] = f
         reasons.append(f"the new clause adds {sorted(only_new & nominal)}")
     if left_out & nominal:
         reasons.append(f"the new clause leaves out {sorted(left_out & nominal)}")
-    if marked:
-        reasons.append("a change marker" if not shared_attrs else "a change marker or the same attribute")
+    if new.marked or (marked and not only_new & nominal):
+        # (the same attribute stands for a change marker only when the new clause adds no qualifier:
+        # "Our budget is 50k" / "The budget for the team dinner is 800" may be another budget)
+        reasons.append("a change marker" if new.marked else "the same attribute")
         level = HIGH
     elif shape == "same" and old.subjects == new.subjects and len(new_set) <= _SHORT:
         level = HIGH  # the old short statement word for word, with another value ("The venue is X")
