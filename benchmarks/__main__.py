@@ -1,4 +1,4 @@
-"""``python -m benchmarks {run,report}``: argparse dispatch; a command's module loads only when used."""
+"""``python -m benchmarks {run,report,supersession}``: argparse dispatch; a command's module loads only when used."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("benchmarks.run", "index datasets with methods and store raw per-query results as JSONL"),
     "embedders": ("benchmarks.embedders", "embedding models alone: dense-only recall@k and encode timings"),
     "report": ("benchmarks.report", "compute metrics from stored results; write summary.md/json and plots"),
+    "supersession": ("benchmarks.supersession", "score fact supersession on the labelled set (benchmarks/data/supersession)"),
     "serve-load": ("benchmarks.server_load", "requests/s and p50/p95/p99 of ripple serve beside in-process calls"),
     "calibrate": ("benchmarks.calibrate", "fit calibrated relevance and measure abstention on foreign questions"),
     "loo": ("benchmarks.loo", "compare recall plans per conversation and choose by leave-one-conversation-out"),

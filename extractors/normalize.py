@@ -16,7 +16,7 @@ import unicodedata
 
 from .text import STOPWORDS_EN, STOPWORDS_ZH, has_cjk
 
-__all__ = ["entity_key", "is_valid_entity", "PRONOUNS", "DETERMINERS"]
+__all__ = ["entity_key", "is_valid_entity", "PRONOUNS", "DETERMINERS", "CHAT_WORDS"]
 
 #: Words dropped from the start of a key: "the Northwind" and "Northwind" are one entity.
 DETERMINERS: frozenset[str] = frozenset(
@@ -55,7 +55,7 @@ _RELATIVE_DATE_WORDS: frozenset[str] = frozenset(
 #: Courtesies and reactions that taggers take for nouns or names ("Thanks, Gina!" ->
 #: NOUN "Thanks", "Yep" -> PROPN); on real chat logs "thanks" was the most
 #: mentioned "entity" after the speakers.
-_CHAT_WORDS: frozenset[str] = frozenset(
+CHAT_WORDS: frozenset[str] = frozenset(
     """thanks thank thx congrats congratulations kudos cheers glad sorry please hey hi hello bye yep yup yeah
     yes ok okay wow lol haha omg oh ah hmm sure welcome wanna gonna gotta kinda sorta ya
     谢谢 多谢 感谢 哈哈 嗯嗯 好的 拜拜 再见 你好 您好""".split()
@@ -145,7 +145,7 @@ def is_valid_entity(key: str, label: str = "") -> bool:
         return False
     if not any(ch.isalpha() for ch in key):
         return False
-    if key in PRONOUNS or key in STOPWORDS_EN or key in STOPWORDS_ZH or key in _CHAT_WORDS or key in HONORIFICS:
+    if key in PRONOUNS or key in STOPWORDS_EN or key in STOPWORDS_ZH or key in CHAT_WORDS or key in HONORIFICS:
         return False
     words = key.split()
     if all(w in STOPWORDS_EN or w in PRONOUNS for w in words):

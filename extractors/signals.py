@@ -360,7 +360,8 @@ _EN_CORRECT: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     (re.compile(rf"\bmake\s+that\s+{_VALUE_START}", _F), "clause", ("make that",)),
     # "scratch that, the budget is 70k": a retraction followed by the replacement.
     (re.compile(r"\b(?:scratch|strike)\s+that\s*[,;:.—-]+\s*\w", _F), "clause", ("scratch", "strike")),
-    (re.compile(rf"\b(?:the|my|our)\s+(?:[\w-]+\s+){{0,2}}?(?:is|are|'s)\s+{_VALUE_START}", _F), "marker", _MARKER_NEEDLES),
+    (re.compile(rf"\b(?:the|my|our)\s+(?:[\w-]+\s+){{0,2}}?(?:is|are|'s)\s+(?:(?:at|on|in|by)\s+)?{_VALUE_START}", _F),
+     "marker", _MARKER_NEEDLES),
     (re.compile(rf"\b(?:it's|it\s+is|that's|that\s+is|it\s+should\s+be|should\s+be|it\s+was)\s+{_VALUE_START}", _F),
      "marker", _MARKER_NEEDLES),
     # "Tuesday, not Monday" / "70k, not 60k": a value set against another.  A capitalised
@@ -370,7 +371,7 @@ _EN_CORRECT: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     ), "any", (", not",)),
 )
 _ZH_CORRECT = re.compile(
-    r"(?:^|(?<=[，。！？；,.!?;\s]))(?:不对不对|不对|不是的|错了|说错了|我说错了|搞错了|弄错了|写错了|打错了|口误)(?=[，,。！!\s]|$)"
+    r"(?:^|(?<=[，。！？；,.!?;\s]))(?:不对不对|不对|不是的|错了|我?(?:说错了|搞错了|弄错了|写错了|打错了|记错了)|口误)(?=[，,。！!\s]|$)"
     r"|(?:^|(?<=[，。！？；,.!?;\s]))(?:我是说|我的意思是|我指的是|我想说的是)"
     r"|更正(?:一下)?[:：，,]|纠正一下|修正一下|应该是[^，。！？]{1,15}才对"
     # "不是周一，是周二": only when the negated part is a number or a date ("不是我不想去，是没时间" is not).

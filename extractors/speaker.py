@@ -43,7 +43,9 @@ _NOT_SPEAKERS = frozenset(
     re subject title date time location topic tip tips example step result results reason update goal goals
     q a http https ftp mailto file www tldr tl;dr nb warning caution info agenda action decision task
     注意 提醒 问题 回答 答 问 备注 总结 更新 主题 标题 时间 地点 原因 结果 答案 任务 决定 待办 说明 例如 比如
-    今天 明天 昨天 早上 上午 中午 下午 晚上 地址 电话 邮箱 价格 预算 名字 姓名 公司 职位 日期 内容 要求 目标""".split()
+    今天 明天 昨天 早上 上午 中午 下午 晚上 地址 电话 邮箱 价格 预算 名字 姓名 公司 职位 日期 内容 要求 目标
+    更正 更正一下 纠正 纠正一下 更新 更新一下 补充 补充一下 修改 修正 修正一下 另外 顺便 顺便说一下 提醒一下 说明一下 重要 重要提醒
+    correction update typo ps""".split()
 )
 
 _LATIN_WORD = r"[^\W\d_][\w'’.\-]*"

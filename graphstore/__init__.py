@@ -33,6 +33,7 @@ from .protocol import (
     SupportsShards,
 )
 from .records import (
+    EDGE_CONFLICTS,
     EDGE_MENTIONS,
     EDGE_NEXT,
     EDGE_RELATED,
@@ -53,6 +54,7 @@ __all__ = [
     "SUPERSEDED",
     "AsyncGraphStore",
     "GraphStore",
+    "EDGE_CONFLICTS",
     "EDGE_MENTIONS",
     "EDGE_NEXT",
     "EDGE_RELATED",

@@ -29,6 +29,7 @@ from ripple.errors import StoreError
 from .protocol import ACTIVE
 from .records import (
     DocumentRecord,
+    EDGE_CONFLICTS,
     EDGE_MENTIONS,
     EDGE_NEXT,
     EDGE_RELATED,
@@ -60,6 +61,7 @@ _ENDS = {
     EDGE_NEXT: (_MEMORY, _MEMORY),
     EDGE_SUPERSEDES: (_MEMORY, _MEMORY),
     EDGE_RETRACTS: (_MEMORY, _MEMORY),
+    EDGE_CONFLICTS: (_MEMORY, _MEMORY),
 }
 """The kind of node at each end of each edge type (the graph schema in the README)."""
 
@@ -425,6 +427,32 @@ class InMemoryStore:
                 if x.dst in left and within_cap(x.src):
                     out.append(step(x.dst, x.src, x))
         return out
+
+    # -- lifecycle questions ----------------------------------------------------------------------
+    def memories_mentioning(
+        self, user_id: str, entity_ids: Sequence[str], *, statuses: Sequence[str] = (ACTIVE,), per_entity: int = 4
+    ) -> list[tuple[str, str]]:
+        """``(entity id, memory id)`` of the latest ``per_entity`` memories of ``statuses`` that
+        mention each entity, by entity id, newest first (``(at, created_at, id)`` descending)."""
+        wanted, states = set(entity_ids), set(statuses)
+        if per_entity <= 0 or not wanted or not states:
+            return []
+        by_entity: dict[str, list[MemoryRecord]] = {}
+        with self._locked() as t:
+            for x in t.edges.values():
+                m = t.memories.get(x.src)
+                if (x.type == EDGE_MENTIONS and x.user_id == user_id and x.dst in wanted and m is not None
+                        and m.status in states):
+                    by_entity.setdefault(x.dst, []).append(m)
+        return [(eid, m.id) for eid in sorted(by_entity)
+                for m in sorted(by_entity[eid], key=_time_order, reverse=True)[:per_entity]]
+
+    def list_edges(self, user_id: str, edge_types: Sequence[str]) -> list[EdgeRecord]:
+        """The user's edges of ``edge_types``, ordered by ``(type, src, dst, predicate)``."""
+        types = set(edge_types)
+        with self._locked() as t:
+            found = [x for x in t.edges.values() if x.user_id == user_id and x.type in types]
+        return sorted(found, key=lambda x: (x.type, x.src, x.dst, x.predicate))
 
     # -- housekeeping ---------------------------------------------------------------------------
     def export(self, user_id: str) -> Iterator[MemoryRecord | EntityRecord | EdgeRecord]:

@@ -112,6 +112,7 @@ from .records import (
     EDGE_MENTIONS,
     EDGE_NEXT,
     EDGE_RELATED,
+    EDGE_CONFLICTS,
     EDGE_RETRACTS,
     EDGE_SUPERSEDES,
     EDGE_TYPES,
@@ -244,6 +245,7 @@ _SCHEMA = [
     "CREATE INDEX ripple_next_user IF NOT EXISTS FOR ()-[r:NEXT]-() ON (r.user_id)",
     "CREATE INDEX ripple_supersedes_user IF NOT EXISTS FOR ()-[r:SUPERSEDES]-() ON (r.user_id)",
     "CREATE INDEX ripple_retracts_user IF NOT EXISTS FOR ()-[r:RETRACTS]-() ON (r.user_id)",
+    "CREATE INDEX ripple_conflicts_user IF NOT EXISTS FOR ()-[r:CONFLICTS]-() ON (r.user_id)",
     "CREATE INDEX ripple_related_evidence IF NOT EXISTS FOR ()-[r:RELATED]-() ON (r.evidence)",
     "CREATE CONSTRAINT ripple_document_key IF NOT EXISTS FOR (d:Document) REQUIRE (d.user_id, d.key) IS UNIQUE",
 ]
@@ -336,7 +338,8 @@ CALL db.create.setNodeVectorProperty(e, 'embedding', row.embedding)
 """
 
 _EDGE_ENDS = {EDGE_MENTIONS: ("Memory", "Entity"), EDGE_RELATED: ("Entity", "Entity"), EDGE_NEXT: ("Memory", "Memory"),
-              EDGE_SUPERSEDES: ("Memory", "Memory"), EDGE_RETRACTS: ("Memory", "Memory")}
+              EDGE_SUPERSEDES: ("Memory", "Memory"), EDGE_RETRACTS: ("Memory", "Memory"),
+              EDGE_CONFLICTS: ("Memory", "Memory")}
 
 
 def _upsert_edges_cypher(edge_type: str) -> str:
@@ -378,7 +381,7 @@ _SET_STATUS = "UNWIND $ids AS id MATCH (m:Memory {id: id}) SET m.status = $statu
 _DELETE_MEMORY_EDGES = """
 CALL () {
     UNWIND $ids AS id
-    MATCH (:Memory {id: id})-[r:MENTIONS|NEXT|SUPERSEDES|RETRACTS]-()
+    MATCH (:Memory {id: id})-[r:MENTIONS|NEXT|SUPERSEDES|RETRACTS|CONFLICTS]-()
     RETURN r
     UNION
     MATCH ()-[r:RELATED]->() WHERE r.evidence IN $ids
@@ -401,7 +404,7 @@ _DELETE_USER = [
     ("edges", "MATCH ()-[r:MENTIONS]->() WHERE r.user_id = $user WITH r LIMIT $batch DELETE r RETURN count(r) AS n"),
     ("edges", "MATCH ()-[r:RELATED]->() WHERE r.user_id = $user WITH r LIMIT $batch DELETE r RETURN count(r) AS n"),
     ("edges", "MATCH ()-[r:NEXT]->() WHERE r.user_id = $user WITH r LIMIT $batch DELETE r RETURN count(r) AS n"),
-    ("edges", "MATCH ()-[r:SUPERSEDES|RETRACTS]->() WHERE r.user_id = $user WITH r LIMIT $batch DELETE r"
+    ("edges", "MATCH ()-[r:SUPERSEDES|RETRACTS|CONFLICTS]->() WHERE r.user_id = $user WITH r LIMIT $batch DELETE r"
               " RETURN count(r) AS n"),
     # (a Term is found by a prefix seek on its (user_id, term) index: a second index on user_id
     # alone tempts the planner to scan all of a user's terms in postings())
@@ -461,6 +464,15 @@ MATCH (s:Entity {id: id})-[r:RELATED]->(d:Entity)
 WHERE r.predicate IN $predicates AND r.user_id = $user
 RETURN s.id AS src, d.id AS dst, r.weight AS weight, r.predicate AS predicate, r.evidence AS evidence, r.at AS at
 ORDER BY src, predicate, dst
+"""
+
+_MEMORIES_MENTIONING = """
+UNWIND $ids AS id
+MATCH (e:Entity {id: id})<-[r:MENTIONS]-(m:Memory)
+WHERE r.user_id = $user AND m.status IN $statuses
+WITH e, m ORDER BY m.at DESC, m.created_at DESC, m.id DESC
+WITH e, collect(m.id)[..$k] AS ids
+RETURN e.id AS entity, ids ORDER BY entity
 """
 
 _TOKEN_VECTORS = """
@@ -590,18 +602,14 @@ RETURN f.id AS source, collect(t.id) AS targets, collect(type(r)) AS types, coll
 
 _EXPORT_MEMORIES = "MATCH (m:Memory {user_id: $user}) RETURN m " + _MEMORY_MAP_VECTORS + " AS m"
 _EXPORT_ENTITIES = "MATCH (e:Entity {user_id: $user}) RETURN e " + _ENTITY_MAP_VECTORS + " AS e"
-_EXPORT_EDGES = """
-CALL () {
-    MATCH (a)-[r:MENTIONS]->(b) WHERE r.user_id = $user RETURN a, r, b
-    UNION ALL
-    MATCH (a)-[r:RELATED]->(b) WHERE r.user_id = $user RETURN a, r, b
-    UNION ALL
-    MATCH (a)-[r:NEXT]->(b) WHERE r.user_id = $user RETURN a, r, b
-    UNION ALL
-    MATCH (a)-[r:SUPERSEDES|RETRACTS]->(b) WHERE r.user_id = $user RETURN a, r, b
-}
-RETURN a.id AS src, type(r) AS type, b.id AS dst, r {.user_id, .weight, .predicate, .evidence, .at} AS r
-"""
+def _list_edges_cypher(types: Sequence[str]) -> str:
+    """A user's edges of ``types`` (each type's own relationship index on ``user_id`` finds them)."""
+    parts = [f"MATCH (a)-[r:{t}]->(b) WHERE r.user_id = $user RETURN a, r, b" for t in types if t in _EDGE_ENDS]
+    return ("CALL () {\n    " + "\n    UNION ALL\n    ".join(parts) + "\n}\n"
+            "RETURN a.id AS src, type(r) AS type, b.id AS dst, r {.user_id, .weight, .predicate, .evidence, .at} AS r")
+
+
+_EXPORT_EDGES = _list_edges_cypher(EDGE_TYPES)
 
 _STATS_USER = [
     ("status", "MATCH (m:Memory {user_id: $user}) RETURN m.status AS key, count(*) AS n"),
@@ -617,6 +625,8 @@ CALL () {
     MATCH ()-[r:SUPERSEDES]->() WHERE r.user_id = $user RETURN 'supersedes' AS key, count(r) AS n
     UNION ALL
     MATCH ()-[r:RETRACTS]->() WHERE r.user_id = $user RETURN 'retracts' AS key, count(r) AS n
+    UNION ALL
+    MATCH ()-[r:CONFLICTS]->() WHERE r.user_id = $user RETURN 'conflicts' AS key, count(r) AS n
 }
 RETURN key, n"""),
 ]
@@ -634,6 +644,8 @@ CALL () {
     MATCH ()-[r:SUPERSEDES]->() RETURN 'supersedes' AS key, count(r) AS n
     UNION ALL
     MATCH ()-[r:RETRACTS]->() RETURN 'retracts' AS key, count(r) AS n
+    UNION ALL
+    MATCH ()-[r:CONFLICTS]->() RETURN 'conflicts' AS key, count(r) AS n
 }
 RETURN key, n"""),
 ]
@@ -685,6 +697,13 @@ def _memory_record(p: dict[str, Any], *, vectors: bool = False) -> MemoryRecord:
         valid_to=p.get("valid_to"), pinned=bool(p.get("pinned") or False),
         embedding=_blob(p.get("embedding")) if vectors else None, token_vectors=None if tv is None else bytes(tv),
     )
+
+
+def _edge_record(r: "Record") -> EdgeRecord:
+    """An edge row of :func:`_list_edges_cypher` as a record."""
+    p = r["r"]
+    return EdgeRecord(src=r["src"], type=r["type"], dst=r["dst"], user_id=p["user_id"], weight=p["weight"],
+                      predicate=p["predicate"], evidence=p["evidence"], at=p["at"])
 
 
 def _entity_row(e: EntityRecord) -> dict[str, Any]:
@@ -1180,12 +1199,7 @@ class _Neo4jCore:
         def body() -> _Body[list[MemoryRecord | EntityRecord | EdgeRecord]]:
             mems = [_memory_record(r["m"], vectors=True) for r in (yield _Stmt(_EXPORT_MEMORIES, {"user": user_id}))]
             ents = [_entity_record(r["e"], vectors=True) for r in (yield _Stmt(_EXPORT_ENTITIES, {"user": user_id}))]
-            edges = [
-                EdgeRecord(src=r["src"], type=r["type"], dst=r["dst"], user_id=r["r"]["user_id"],
-                           weight=r["r"]["weight"], predicate=r["r"]["predicate"], evidence=r["r"]["evidence"],
-                           at=r["r"]["at"])
-                for r in (yield _Stmt(_EXPORT_EDGES, {"user": user_id}))
-            ]
+            edges = [_edge_record(r) for r in (yield _Stmt(_EXPORT_EDGES, {"user": user_id}))]
             # Python orders strings by code point, as SQLite's BINARY collation orders UTF-8 bytes.
             mems.sort(key=lambda m: (m.at, m.created_at, m.id))
             ents.sort(key=lambda e: e.id)
@@ -1223,6 +1237,24 @@ class _Neo4jCore:
             return keys, [[_plain(v) for v in r.values()] for r in rows]
 
         return (yield _Tx(write, body))
+
+
+    # -- lifecycle questions -------------------------------------------------------------------------
+    def _plan_memories_mentioning(
+        self, user_id: str, entity_ids: Sequence[str], statuses: Sequence[str], per_entity: int
+    ) -> _Plan[list[tuple[str, str]]]:
+        ids, states = list(dict.fromkeys(entity_ids)), list(dict.fromkeys(statuses))
+        if not ids or not states or per_entity <= 0:
+            return []
+        rows = yield _read(_MEMORIES_MENTIONING, ids=ids, user=user_id, statuses=states, k=int(per_entity))
+        return [(r["entity"], mid) for r in rows for mid in r["ids"]]
+
+    def _plan_list_edges(self, user_id: str, edge_types: Sequence[str]) -> _Plan[list[EdgeRecord]]:
+        types = [t for t in dict.fromkeys(edge_types) if t in _EDGE_ENDS]  # unknown types have no edges
+        if not types:
+            return []
+        edges = [_edge_record(r) for r in (yield _read(_list_edges_cypher(types), user=user_id))]
+        return sorted(edges, key=lambda x: (x.type, x.src, x.dst, x.predicate))
 
 
 def _with_edge_defaults(out: dict[str, int]) -> dict[str, int]:
@@ -1405,6 +1437,14 @@ class Neo4jStore(_Neo4jCore):
     def restore_documents(self, documents: Sequence[DocumentRecord]) -> None:
         return self._drive(self._plan_restore_documents(documents))
 
+    def memories_mentioning(
+        self, user_id: str, entity_ids: Sequence[str], *, statuses: Sequence[str] = (ACTIVE,), per_entity: int = 4
+    ) -> list[tuple[str, str]]:
+        return self._drive(self._plan_memories_mentioning(user_id, entity_ids, statuses, per_entity))
+
+    def list_edges(self, user_id: str, edge_types: Sequence[str]) -> list[EdgeRecord]:
+        return self._drive(self._plan_list_edges(user_id, edge_types))
+
 
 # -- the asynchronous store: the same plans, awaited -------------------------------------------------------
 class AsyncNeo4jStore(_Neo4jCore):
@@ -1571,3 +1611,11 @@ class AsyncNeo4jStore(_Neo4jCore):
 
     async def restore_documents(self, documents: Sequence[DocumentRecord]) -> None:
         return await self._drive(self._plan_restore_documents(documents))
+
+    async def memories_mentioning(
+        self, user_id: str, entity_ids: Sequence[str], *, statuses: Sequence[str] = (ACTIVE,), per_entity: int = 4
+    ) -> list[tuple[str, str]]:
+        return await self._drive(self._plan_memories_mentioning(user_id, entity_ids, statuses, per_entity))
+
+    async def list_edges(self, user_id: str, edge_types: Sequence[str]) -> list[EdgeRecord]:
+        return await self._drive(self._plan_list_edges(user_id, edge_types))

@@ -218,6 +218,22 @@ class GraphStore(Protocol):
         """
         ...
 
+    # -- lifecycle questions (issue 16) ------------------------------------
+    def memories_mentioning(
+        self, user_id: str, entity_ids: Sequence[str], *, statuses: Sequence[str] = (ACTIVE,), per_entity: int = 4
+    ) -> list[tuple[str, str]]:
+        """``(entity id, memory id)`` of the latest ``per_entity`` memories (by event time, then
+        creation, then id; one of ``statuses``) that mention each entity, newest first per entity.
+
+        This is how a new statement finds the older ones about the same subject ("the Atlas
+        go-live", "Tom") that it may replace, however large the store."""
+        ...
+
+    def list_edges(self, user_id: str, edge_types: Sequence[str]) -> list[EdgeRecord]:
+        """Every edge of a user of one of ``edge_types``, ordered by type, source, target, predicate
+        (the open conflicts for review: CONFLICTS edges)."""
+        ...
+
 
 @runtime_checkable
 class AsyncGraphStore(Protocol):
@@ -272,6 +288,11 @@ class AsyncGraphStore(Protocol):
     ) -> tuple[bool, int]: ...
     async def documents(self, user_id: str) -> list[DocumentRecord]: ...
     async def restore_documents(self, documents: Sequence[DocumentRecord]) -> None: ...
+
+    async def memories_mentioning(
+        self, user_id: str, entity_ids: Sequence[str], *, statuses: Sequence[str] = (ACTIVE,), per_entity: int = 4
+    ) -> list[tuple[str, str]]: ...
+    async def list_edges(self, user_id: str, edge_types: Sequence[str]) -> list[EdgeRecord]: ...
 
 
 @runtime_checkable

@@ -28,6 +28,7 @@ __all__ = [
     "EDGE_NEXT",
     "EDGE_SUPERSEDES",
     "EDGE_RETRACTS",
+    "EDGE_CONFLICTS",
     "EDGE_TYPES",
 ]
 
@@ -36,7 +37,8 @@ EDGE_RELATED = "RELATED"  # entity -> entity (predicate, weight, evidence memory
 EDGE_NEXT = "NEXT"  # memory -> next memory of the same session
 EDGE_SUPERSEDES = "SUPERSEDES"  # newer memory -> the memory whose fact it replaced (or corrected)
 EDGE_RETRACTS = "RETRACTS"  # a retraction ("forget that") -> the memory it invalidated
-EDGE_TYPES = (EDGE_MENTIONS, EDGE_RELATED, EDGE_NEXT, EDGE_SUPERSEDES, EDGE_RETRACTS)
+EDGE_CONFLICTS = "CONFLICTS"  # newer memory -> an older one it may replace (weight 1 open, 0 resolved)
+EDGE_TYPES = (EDGE_MENTIONS, EDGE_RELATED, EDGE_NEXT, EDGE_SUPERSEDES, EDGE_RETRACTS, EDGE_CONFLICTS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,8 @@ __all__ = [
     "TokenVectors",
     "RelatedEdges",
     "Expand",
+    "MemoriesMentioning",
+    "ListEdges",
     "GetDocument",
     "PutDocument",
     "Documents",
@@ -335,6 +337,33 @@ class Expand(StoreRequest[list[Neighbor]]):
 
     def call(self, store: GraphStore) -> list[Neighbor]:
         return store.expand(self.user_id, self.frontier, self.edge_types, max_degree=self.max_degree)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoriesMentioning(StoreRequest[list[tuple[str, str]]]):
+    """The latest memories mentioning each entity (a new statement's candidates to replace)."""
+
+    user_id: str
+    entity_ids: Sequence[str]
+    statuses: Sequence[str] = (ACTIVE,)
+    per_entity: int = 4
+    method: ClassVar[str] = "memories_mentioning"
+
+    def call(self, store: GraphStore) -> list[tuple[str, str]]:
+        return store.memories_mentioning(self.user_id, self.entity_ids, statuses=self.statuses,
+                                         per_entity=self.per_entity)
+
+
+@dataclass(frozen=True, slots=True)
+class ListEdges(StoreRequest[list[EdgeRecord]]):
+    """Every edge of a user of some types (the open conflicts: CONFLICTS edges)."""
+
+    user_id: str
+    edge_types: Sequence[str]
+    method: ClassVar[str] = "list_edges"
+
+    def call(self, store: GraphStore) -> list[EdgeRecord]:
+        return store.list_edges(self.user_id, self.edge_types)
 
 
 # ---------------------------------------------------------------------------------------- documents

@@ -79,7 +79,9 @@ from .requests import (
     HasMemories,
     LastMemoryInSession,
     LexicalStats,
+    ListEdges,
     ListMemories,
+    MemoriesMentioning,
     NearestEntities,
     NearestEntitiesBatch,
     NearestMemories,
@@ -465,6 +467,12 @@ def _ids_of_neighbors(rows: list[Neighbor]) -> Iterator[str]:
         yield n.target
 
 
+def _ids_of_mentions(rows: list[tuple[str, str]]) -> Iterator[str]:
+    for entity_id, memory_id in rows:
+        yield entity_id
+        yield memory_id
+
+
 def _ids_of_edges(rows: list[EdgeRecord]) -> Iterator[str]:
     for e in rows:
         yield e.src
@@ -660,6 +668,14 @@ class ShardedStore(_ShardedCore):
     def restore_documents(self, documents: Sequence[DocumentRecord]) -> None:
         return self._drive(self._plan_restore_documents(documents))
 
+    def memories_mentioning(self, user_id: str, entity_ids: Sequence[str], *, statuses: Sequence[str] = (ACTIVE,),
+                            per_entity: int = 4) -> list[tuple[str, str]]:
+        return self._drive(self._plan_on_user(user_id, MemoriesMentioning(user_id, entity_ids, statuses, per_entity),
+                                              ids=_ids_of_mentions))
+
+    def list_edges(self, user_id: str, edge_types: Sequence[str]) -> list[EdgeRecord]:
+        return self._drive(self._plan_on_user(user_id, ListEdges(user_id, edge_types), ids=_ids_of_edges))
+
     # -- shards (graphstore.SupportsShards) -----------------------------------------------------------------------
     def shard_of(self, user_id: str) -> str:
         return self._drive(self._plan_shard_of(user_id))
@@ -836,6 +852,14 @@ class AsyncShardedStore(_ShardedCore):
 
     async def restore_documents(self, documents: Sequence[DocumentRecord]) -> None:
         return await self._drive(self._plan_restore_documents(documents))
+
+    async def memories_mentioning(self, user_id: str, entity_ids: Sequence[str], *,
+                                  statuses: Sequence[str] = (ACTIVE,), per_entity: int = 4) -> list[tuple[str, str]]:
+        return await self._drive(self._plan_on_user(
+            user_id, MemoriesMentioning(user_id, entity_ids, statuses, per_entity), ids=_ids_of_mentions))
+
+    async def list_edges(self, user_id: str, edge_types: Sequence[str]) -> list[EdgeRecord]:
+        return await self._drive(self._plan_on_user(user_id, ListEdges(user_id, edge_types), ids=_ids_of_edges))
 
     # -- shards ------------------------------------------------------------------------------------------------
     async def shard_of(self, user_id: str) -> str:

@@ -871,3 +871,35 @@ class SQLiteStore:
         with self._tx() as db:
             db.executemany("INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?)",
                            [(d.user_id, d.key, d.version, d.value_json, d.updated_at) for d in documents])
+
+    # -- lifecycle questions ----------------------------------------------------------
+    def memories_mentioning(
+        self, user_id: str, entity_ids: Sequence[str], *, statuses: Sequence[str] = (ACTIVE,), per_entity: int = 4
+    ) -> list[tuple[str, str]]:
+        ids, states = list(dict.fromkeys(entity_ids)), list(dict.fromkeys(statuses))
+        if not ids or not states or per_entity <= 0:
+            return []
+        out: list[tuple[str, str]] = []
+        with self._read() as db:
+            for chunk in _chunks(ids, _CHUNK - len(states) - 2):
+                out.extend(db.execute(
+                    "SELECT dst, src FROM (SELECT e.dst, e.src, ROW_NUMBER() OVER (PARTITION BY e.dst"
+                    " ORDER BY m.at DESC, m.created_at DESC, m.id DESC) AS n FROM edges e JOIN memories m ON m.id = e.src"
+                    f" WHERE e.dst IN ({_qmarks(len(chunk))}) AND e.type = ? AND e.user_id = ?"
+                    f" AND m.status IN ({_qmarks(len(states))})) WHERE n <= ? ORDER BY dst, n",
+                    (*chunk, EDGE_MENTIONS, user_id, *states, per_entity),
+                ))
+        return out
+
+    def list_edges(self, user_id: str, edge_types: Sequence[str]) -> list[EdgeRecord]:
+        types = list(dict.fromkeys(edge_types))
+        if not types:
+            return []
+        with self._read() as db:
+            rows = db.execute(
+                "SELECT src, type, dst, user_id, weight, predicate, evidence, at FROM edges"
+                f" WHERE user_id = ? AND type IN ({_qmarks(len(types))}) ORDER BY type, src, dst, predicate",
+                (user_id, *types),
+            ).fetchall()
+        return [EdgeRecord(src=r[0], type=r[1], dst=r[2], user_id=r[3], weight=r[4], predicate=r[5], evidence=r[6],
+                           at=r[7]) for r in rows]

@@ -29,6 +29,7 @@ from .protocol import ACTIVE, INVALIDATED, AsyncGraphStore, GraphStore
 from .protocol import SUPERSEDED, SupportsBatchMemorySearch
 from .threaded import ThreadedAsyncStore
 from .records import (
+    EDGE_CONFLICTS,
     EDGE_MENTIONS,
     EDGE_NEXT,
     EDGE_RELATED,
@@ -574,3 +575,46 @@ class GraphStoreConformance:
         assert store.put_document("u1", "k", '{"v": 3}', expected_version=2, at=4.0) == (True, 3)
         store.restore_documents([DocumentRecord("u1", "k", 7, '{"v": 7}', 5.0)])  # replaces, not compare-and-set
         assert store.get_document("u1", "k") == (7, '{"v": 7}', 5.0)
+
+    # -- lifecycle questions (issue 16) ----------------------------------------------------------
+    def test_memories_mentioning_latest_active_per_entity(self, store: GraphStore) -> None:
+        """A new statement's candidates: the latest memories (of the statuses asked) mentioning each entity,
+        newest first, never another user's; Chinese keys too."""
+        self._seed_graph(store)
+        store.write(WriteBatch(
+            memories=[make_memory("m_4", text="Dana moved to Leeds", at=400.0),
+                      make_memory("m_5", text="Dana was in Paris", at=50.0, status=SUPERSEDED),
+                      make_memory("m_6", text="张伟去了上海", at=250.0)],
+            edges=[mention("m_4", "e_dana"), mention("m_5", "e_dana"), mention("m_6", "e_zw")],
+        ))
+        got = store.memories_mentioning("u1", ["e_dana", "e_zw", "e_missing", "e_u2dana"], per_entity=2)
+        assert got == [("e_dana", "m_4"), ("e_dana", "m_2"), ("e_zw", "m_3"), ("e_zw", "m_6")]
+        assert store.memories_mentioning("u1", ["e_dana"], per_entity=9) == [
+            ("e_dana", "m_4"), ("e_dana", "m_2"), ("e_dana", "m_1")]
+        assert store.memories_mentioning("u1", ["e_dana"], statuses=(SUPERSEDED,)) == [("e_dana", "m_5")]
+        assert store.memories_mentioning("u2", ["e_dana"]) == []  # never another user's edges
+        assert store.memories_mentioning("u1", []) == [] and store.memories_mentioning("u1", ["e_dana"], per_entity=0) == []
+
+    def test_conflicts_edges_listed_by_type(self, store: GraphStore) -> None:
+        """CONFLICTS edges (open at weight 1, resolved at 0) round-trip, count, export and are listed by type."""
+        self._seed_graph(store)
+        store.write(WriteBatch(
+            memories=[make_memory("m_4", at=400.0)],
+            edges=[EdgeRecord("m_4", EDGE_CONFLICTS, "m_1", "u1", 1.0, at=400.0),
+                   EdgeRecord("m_4", EDGE_SUPERSEDES, "m_2", "u1", 1.0, at=400.0)],
+        ))
+        (edge,) = store.list_edges("u1", [EDGE_CONFLICTS])
+        assert (edge.src, edge.type, edge.dst, edge.weight, edge.at) == ("m_4", EDGE_CONFLICTS, "m_1", 1.0, 400.0)
+        both = store.list_edges("u1", [EDGE_SUPERSEDES, EDGE_CONFLICTS])
+        assert [(e.type, e.dst) for e in both] == [(EDGE_CONFLICTS, "m_1"), (EDGE_SUPERSEDES, "m_2")]
+        assert store.list_edges("u2", [EDGE_CONFLICTS]) == [] and store.list_edges("u1", []) == []
+        assert [e.src for e in store.list_edges("u1", [EDGE_NEXT])] == ["m_1"]
+        store.write(WriteBatch(edges=[EdgeRecord("m_4", EDGE_CONFLICTS, "m_1", "u1", 0.0, at=400.0)]))
+        assert [e.weight for e in store.list_edges("u1", [EDGE_CONFLICTS])] == [0.0]  # resolved: replaced, not summed
+        assert store.stats("u1")["edges_conflicts"] == 1
+        assert ("m_4", EDGE_CONFLICTS, "m_1") in {(r.src, r.type, r.dst) for r in store.export("u1")
+                                                    if isinstance(r, EdgeRecord)}
+        assert {(n.source, n.target) for n in store.expand("u1", ["m_1"], [EDGE_CONFLICTS])} == {("m_1", "m_4")}
+        store.delete_memories(["m_4"])
+        assert store.list_edges("u1", [EDGE_CONFLICTS]) == []
+

@@ -49,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "ScoreParts": "ripple.models",
     "Fact": "ripple.models",
     "Document": "ripple.models",
+    "MemoryConflict": "ripple.models",
     "RecallConfig": "ripple.recall.config",
     "SeedConfig": "ripple.recall.config",
     "SeedMethod": "ripple.recall.config",
@@ -107,7 +108,7 @@ if TYPE_CHECKING:  # the names for type checkers and IDEs
         StoreUnavailable,
         UnknownUser,
     )
-    from .models import Document, Entity, Fact, MemoryRecord, PathStep, RecallHit, RecallResult, RecallTrace, ScoreParts
+    from .models import Document, Entity, Fact, MemoryConflict, MemoryRecord, PathStep, RecallHit, RecallResult, RecallTrace, ScoreParts
     from .recall.config import (
         ChannelConfig,
         EntityChannelConfig,

@@ -18,23 +18,28 @@ exportable (and visible in Cypher) until deleted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Generator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from extractors.normalize import entity_key
 from extractors.text import lexical_tokens
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
-from graphstore.records import EDGE_MENTIONS, EDGE_RETRACTS, EDGE_SUPERSEDES, EdgeRecord, MemoryRecord
+from graphstore.records import EDGE_CONFLICTS, EDGE_MENTIONS, EDGE_RETRACTS, EDGE_SUPERSEDES, EdgeRecord, MemoryRecord
 
-from graphstore.requests import Expand, GetMemories, LastMemoryInSession, NearestMemories, NearestMemoriesBatch, RelatedEdges
+from ._supersede import (
+    DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, JudgeCase, Verdict, grade, promising, structural_match, worth_parsing,
+)
+from graphstore.requests import (
+    Expand, GetMemories, LastMemoryInSession, MemoriesMentioning, NearestMemories, NearestMemoriesBatch, RelatedEdges,
+)
 
-from ._requests import Embed, Op
+from ._requests import Embed, Frames, Judge, Op
 
 if TYPE_CHECKING:
     from ._ingest import Prepared
 
-__all__ = ["LifecycleConfig", "Decisions", "lifecycle_plan", "reinforced_confidence"]
+__all__ = ["LifecycleConfig", "Decisions", "lifecycle_plan", "reinforced_confidence", "MULTI_VALUED"]
 
 #: Attributes a person can have many values of at once: a new value adds, it does not replace.
 MULTI_VALUED = frozenset({
@@ -46,7 +51,7 @@ MULTI_VALUED = frozenset({
 class LifecycleConfig(BaseModel):
     """What the write path does to keep memory true (see :mod:`ripple._lifecycle`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     dedup: bool = True
     dedup_cosine: float = Field(0.95, gt=0, le=1, description="sentence cosine above which a memory may be a repeat")
@@ -63,6 +68,25 @@ class LifecycleConfig(BaseModel):
     )
     retraction_cosine: float = Field(
         0.3, ge=-1, le=1, description="a retraction naming its object invalidates the closest memory above this"
+    )
+    candidates: int = Field(8, ge=0, le=100, description="nearest active memories a new statement is compared with")
+    candidate_cosine: float = Field(
+        0.3, ge=-1, le=1, description="sentence cosine from which a near memory is compared with a new statement"
+    )
+    per_entity: int = Field(
+        4, ge=0, le=100, description="latest active memories per shared entity that a new statement is compared with"
+    )
+    frame_cosine_high: float = Field(
+        DENSE_HIGH, ge=-1, le=1, description="cosine of the masked clauses from which a compatible pair is acted on"
+    )
+    frame_cosine_medium: float = Field(
+        DENSE_MEDIUM, ge=-1, le=1, description="cosine of the masked clauses below which a compatible pair is left alone"
+    )
+    conflicts: bool = Field(True, description="record medium-confidence supersessions as conflicts for review")
+    judge: Callable[[Sequence[JudgeCase]], Sequence[str]] | None = Field(
+        None, exclude=True,
+        description="optional judge (an LLM, a person) for the medium cases: one of 'supersedes', 'conflict', "
+                    "'unrelated' per case; never required",
     )
 
 
@@ -137,11 +161,17 @@ def lifecycle_plan(
     for i in idxs:
         d.confidence[i] = float(getattr(prepared[i].extraction, "confidence", 1.0))
 
+    # ---- the nearest active memories of each item: repeats, and statements it may replace
+    near: dict[int, list[tuple[str, float]]] = {}
+    k_near = max(3 if cfg.dedup else 0, cfg.candidates if cfg.supersede else 0)
+    if k_near and order:
+        vecs = np.vstack([prepared[i].vector for i in order]).astype(np.float32)
+        found = yield NearestMemoriesBatch(user, vecs, k_near, (ACTIVE,))
+        near = dict(zip(order, found))
+
     # ---- near-duplicates: reinforce the memory already there instead of adding a copy
     if cfg.dedup and order:
-        vecs = np.vstack([prepared[i].vector for i in order]).astype(np.float32)
-        found = yield NearestMemoriesBatch(user, vecs, 3, (ACTIVE,))
-        close = {i: [(m, s) for m, s in hits if s >= cfg.dedup_cosine] for i, hits in zip(order, found)}
+        close = {i: [(m, s) for m, s in near[i][:3] if s >= cfg.dedup_cosine] for i in order}
         cand_ids = sorted({m for hits in close.values() for m, _ in hits})
         if cand_ids:
             yield from fetch(cand_ids)
@@ -228,8 +258,8 @@ def lifecycle_plan(
         if sid is not None:
             previous[sid] = i
 
-    # ---- facts: a new value of a single-valued attribute supersedes the old one
-    new_facts: list[tuple[int, int, str, str, str]] = []  # (item, fact index, subject id, attribute, value id)
+    # ---- profile facts: confident facts become RELATED edges (the user's profile)
+    fact_keys: dict[int, set[tuple[str, str]]] = {}  # item -> (subject id, attribute) of its facts
     for i in order:
         if d.status.get(i) == INVALIDATED:
             continue
@@ -239,36 +269,196 @@ def lifecycle_plan(
             if subject is None or value is None or confidence < cfg.profile_confidence:
                 continue
             d.profile_facts.add((i, n))
-            if cfg.supersede and fact.attribute not in cfg.multi_valued:
-                new_facts.append((i, n, subject, fact.attribute, value))
-    if new_facts:
-        edges = yield RelatedEdges(user, sorted({f[2] for f in new_facts}), sorted({f[3] for f in new_facts}))
-        yield from fetch([e.evidence for e in edges if e.evidence])
-        holders: dict[tuple[str, str], list[tuple[str, str]]] = {}  # (subject, attribute) -> [(value, memory id)]
-        for e in edges:
-            if e.evidence and e.evidence in stored and current(e.evidence).status == ACTIVE:
-                holders.setdefault((e.src, e.predicate), []).append((e.dst, e.evidence))
-        for i, _n, subject, attribute, value in sorted(new_facts, key=lambda f: (prepared[f[0]].at, f[0])):
-            at = prepared[i].at
-            still: list[tuple[str, str]] = []
-            for old_value, holder in holders.get((subject, attribute), []):
-                if holder == mem_ids[i]:
-                    continue
-                holder_at = current(holder).at if holder in stored else prepared[mem_ids.index(holder)].at
-                if old_value == value:  # said again: both become more certain
-                    _reinforce(d, holder, i, mem_ids, prepared, current, stored, cfg)
-                    still.append((old_value, holder))
-                elif holder_at <= at:
-                    _supersede(d, old=holder, new=mem_ids[i], at=at, user=user, mem_ids=mem_ids, current=current,
-                               stored=stored)
-                else:  # back-filled history: the stored value is newer, so this one was already outdated
-                    _supersede(d, old=mem_ids[i], new=holder, at=holder_at, user=user, mem_ids=mem_ids,
-                               current=current, stored=stored)
-                    still.append((old_value, holder))
-            if d.status.get(i) != SUPERSEDED:
-                still.append((value, mem_ids[i]))
-            holders[(subject, attribute)] = still
+            fact_keys.setdefault(i, set()).add((subject, fact.attribute))
+
+    # ---- statements: a new value of the same statement supersedes the old one (see ripple._supersede)
+    if cfg.supersede:
+        yield from _statement_plan(user, order, prepared, mem_ids, resolved, cfg, d, near, fact_keys, mentions,
+                                   terms, fetch, current, stored)
     return d
+
+
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    """A graded verdict between a new item and an older (or, back-filled, newer) memory."""
+
+    item: int
+    target: str
+    at: float  # the target's event time
+    level: str
+    verdict: Verdict
+    reasons: tuple[str, ...]
+
+
+def _statement_plan(
+    user: str, order: Sequence[int], prepared: Sequence["Prepared"], mem_ids: Sequence[str],
+    resolved: dict[str, str], cfg: LifecycleConfig, d: Decisions, near: dict[int, list[tuple[str, float]]],
+    fact_keys: dict[int, set[tuple[str, str]]], mentions: dict[int, set[str]], terms: dict[int, list[str]],
+    fetch: Any, current: Any, stored: dict[str, MemoryRecord],
+) -> Op[None]:
+    """Find, for each new item that states a value, the active memories it replaces (see
+    :mod:`ripple._supersede`), and record the decisions in ``d``.
+
+    Candidates: the item's nearest active memories (from the repeat check), the latest active
+    memories that mention one of its entities, the memories holding a fact with the same subject and
+    attribute, and the earlier items of the batch that are near it or share an entity; of those, only
+    the ones whose text can hold a comparable value are parsed.  Items are decided in event-time
+    order, so a batch holding a whole history in any order ends as the same history written in time
+    order; a stored memory newer than the item makes the item history."""
+    import numpy as np
+
+    items = [i for i in order if d.status.get(i) != INVALIDATED and d.kind.get(i) != "retraction"
+             and not d.notes.get(i, {}).get("corrects")]
+    framed = (yield Frames([prepared[i].item.text for i in items])) if items else []
+    new_frames: dict[int, tuple[Any, ...]] = {}
+    for i, (frames, _speaker) in zip(items, framed):
+        frames = tuple(f for f in frames if promising(f))
+        if frames:
+            new_frames[i] = frames
+    if not new_frames:
+        return
+    in_batch = set(mem_ids)
+    speakers = {resolved.get(str(prepared[i].extraction.extra.get("speaker"))) for i in new_frames}
+    cands: dict[int, set[str]] = {
+        i: {m for m, score in near.get(i, ())[: cfg.candidates] if score >= cfg.candidate_cosine and m not in in_batch}
+        for i in new_frames
+    }
+    # memories holding a fact with the same subject and attribute ("I live in ..." / "I moved to ...")
+    keyed = {i: fact_keys[i] for i in new_frames if i in fact_keys}
+    if keyed:
+        subjects = sorted({s for ks in keyed.values() for s, _ in ks})
+        attributes = sorted({a for ks in keyed.values() for _, a in ks})
+        for e in (yield RelatedEdges(user, subjects, attributes)):
+            for i, ks in keyed.items():
+                if (e.src, e.predicate) in ks and e.evidence and e.evidence not in in_batch:
+                    cands[i].add(e.evidence)
+    # the latest memories that mention one of the item's entities (not its speaker)
+    shared = {i: mentions.get(i, set()) - speakers for i in new_frames}
+    entity_ids = sorted({e for ids in shared.values() for e in ids})
+    if entity_ids and cfg.per_entity:
+        by_entity: dict[str, list[str]] = {}
+        for eid, mid in (yield MemoriesMentioning(user, entity_ids, per_entity=cfg.per_entity)):
+            by_entity.setdefault(eid, []).append(mid)
+        for i, ids in shared.items():
+            cands[i].update(m for e in ids for m in by_entity.get(e, ()) if m not in in_batch)
+    # earlier items of this batch that are near or share an entity
+    position = {i: n for n, i in enumerate(order)}
+    units = np.vstack([prepared[i].vector for i in order]).astype(np.float32)
+    units /= np.maximum(np.linalg.norm(units, axis=1, keepdims=True), 1e-9)
+    cosines = units[[position[i] for i in new_frames]] @ units.T
+    batch_cands: dict[int, list[int]] = {
+        i: [j for j in order[: position[i]] if d.status.get(j) != INVALIDATED and d.kind.get(j) != "retraction"
+            and (cosines[n, position[j]] >= cfg.candidate_cosine or shared[i] & mentions.get(j, set()))]
+        for n, i in enumerate(new_frames)
+    }
+    wanted = sorted({m for ms in cands.values() for m in ms})
+    if wanted:
+        yield from fetch(wanted)
+    # only candidates whose text can hold a comparable value are parsed (a regular-expression test)
+    texts = {m: (current(m).text, current(m).terms) for m in wanted if m in stored
+             and current(m).status == ACTIVE and current(m).kind != "retraction"}
+    texts.update((mem_ids[j], (prepared[j].item.text, terms[j])) for js in batch_cands.values() for j in js)
+    for i, frames in new_frames.items():
+        test = worth_parsing(frames, prepared[i].extraction, terms[i])
+        cands[i] = {m for m in cands[i] if m in texts and test(*texts[m])}
+        batch_cands[i] = [j for j in batch_cands[i] if test(*texts[mem_ids[j]])]
+    old_ids = sorted({m for ms in cands.values() for m in ms})
+    # every clause of a memory that may be replaced (a stored memory newer than the item is the one
+    # that replaces: the roles swap); one speaker's statement is never replaced by another's
+    old_ids += sorted({mem_ids[j] for js in batch_cands.values() for j in js})
+    old_frames: dict[str, tuple[Any, ...]] = {}
+    speaker_of: dict[str, Any] = {}
+    if old_ids:
+        for m, (frames, speaker) in zip(old_ids, (yield Frames([texts[m][0] for m in old_ids]))):
+            old_frames[m], speaker_of[m] = frames, speaker
+
+    # ---- the frames compared, then graded by the cosine of their masked clauses
+    found: list[tuple[int, str, float, Verdict]] = []
+    for i, frames in new_frames.items():
+        speaker = prepared[i].extraction.extra.get("speaker")
+        targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == speaker]
+        targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i] if speaker_of[mem_ids[j]] == speaker]
+        mine: tuple[Any, ...] | None = None
+        for target, at in targets:
+            theirs = old_frames[target]
+            if at <= prepared[i].at:
+                pairs = [(old, new) for old in theirs for new in frames]
+            else:
+                if mine is None:
+                    ((mine, _),) = yield Frames([prepared[i].item.text])
+                pairs = [(old, new) for old in mine for new in theirs if promising(new)]
+            for old, new in pairs:
+                v = structural_match(old, new, multi_valued=cfg.multi_valued)
+                if v is not None:
+                    found.append((i, target, at, v))
+    if not found:
+        return
+    masked = sorted({t for *_, v in found for t in (v.old_masked, v.new_masked)})
+    vectors = yield Embed(masked)
+    index = {t: np.asarray(vec, dtype=np.float32) for t, vec in zip(masked, vectors)}
+    best: dict[tuple[int, str], _Decision] = {}
+    rank = {HIGH: 2, MEDIUM: 1}
+    for i, target, at, v in found:
+        a, b = index[v.old_masked], index[v.new_masked]
+        cosine = float(a @ b / max(1e-9, float(np.linalg.norm(a) * np.linalg.norm(b))))
+        level, reasons = grade(v, cosine, high=cfg.frame_cosine_high, medium=cfg.frame_cosine_medium)
+        if level not in rank:
+            continue
+        have = best.get((i, target))
+        if have is None or rank[level] > rank[have.level]:
+            best[(i, target)] = _Decision(i, target, at, level, v, reasons)
+    decisions = sorted(best.values(), key=lambda x: (position[x.item], x.at, x.target))
+    if cfg.judge is not None:
+        decisions = yield from _judged(cfg.judge, decisions, prepared, current, mem_ids, stored)
+
+    # ---- applied in event-time order
+    gone: set[str] = set()  # superseded in this plan
+    for dec in decisions:
+        i, new_id = dec.item, mem_ids[dec.item]
+        if new_id in gone or dec.target in gone:
+            continue
+        note = {"memory": dec.target, "confidence": dec.level, "value": [dec.verdict.old_value, dec.verdict.new_value],
+                "frame": [dec.verdict.old_clause, dec.verdict.new_clause], "why": "; ".join(dec.reasons)}
+        at = prepared[i].at
+        if dec.level == HIGH and dec.at <= at:
+            _supersede(d, old=dec.target, new=new_id, at=at, user=user, mem_ids=mem_ids, current=current,
+                       stored=stored)
+            gone.add(dec.target)
+            d.notes.setdefault(i, {}).setdefault("supersedes", []).append(note)
+        elif dec.level == HIGH:  # back-filled: the stored statement is newer, this one is its history
+            _supersede(d, old=new_id, new=dec.target, at=dec.at, user=user, mem_ids=mem_ids, current=current,
+                       stored=stored)
+            gone.add(new_id)
+            d.notes.setdefault(i, {})["superseded_by"] = note
+        elif cfg.conflicts:
+            newer, older = (new_id, dec.target) if dec.at <= at else (dec.target, new_id)
+            d.edges.append(EdgeRecord(newer, EDGE_CONFLICTS, older, user, 1.0, at=max(at, dec.at)))
+            d.notes.setdefault(i, {}).setdefault("conflicts", []).append(note)
+
+
+def _judged(judge: Any, decisions: list[_Decision], prepared: Sequence["Prepared"], current: Any, mem_ids: Sequence[str],
+            stored: dict[str, MemoryRecord]) -> Op[list[_Decision]]:
+    """The medium decisions put to the configured judge: 'supersedes' makes one high, 'unrelated'
+    drops it, anything else keeps it a conflict."""
+    medium = [x for x in decisions if x.level == MEDIUM]
+    if not medium:
+        return decisions
+
+    def text_of(mid: str) -> str:
+        return prepared[mem_ids.index(mid)].item.text if mid in mem_ids else current(mid).text
+
+    cases = [JudgeCase(old_text=text_of(x.target), new_text=prepared[x.item].item.text, old_value=x.verdict.old_value,
+                       new_value=x.verdict.new_value, reasons=x.reasons) for x in medium]
+    answers = list((yield Judge(judge, cases)))
+    verdicts = dict(zip(map(id, medium), answers))
+    out = []
+    for x in decisions:
+        answer = verdicts.get(id(x))
+        if answer == "supersedes":
+            out.append(replace(x, level=HIGH, reasons=(*x.reasons, "the judge: supersedes")))
+        elif answer != "unrelated":
+            out.append(x if answer is None else replace(x, reasons=(*x.reasons, f"the judge: {answer}")))
+    return out
 
 
 def _supersede(d: Decisions, *, old: str, new: str, at: float, user: str, mem_ids: Sequence[str],

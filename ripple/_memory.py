@@ -29,7 +29,7 @@ from ._lifecycle import LifecycleConfig
 from ._requests import LocalRequest, Op, Prepare
 from ._runtime import Runtime
 from .errors import ConfigError
-from .models import AddItem, Document, Fact, MemoryRecord, RecallResult
+from .models import AddItem, Document, Fact, MemoryConflict, MemoryRecord, RecallResult
 from .recall.config import RecallConfig
 from .settings import RippleSettings
 
@@ -278,6 +278,19 @@ class Memory(_Client):
         """Every version of a memory (what it superseded and what superseded it), oldest first."""
         return self._drive(ops.history(memory_id))
 
+    def conflicts(self, *, user_id: str) -> list[MemoryConflict]:
+        """Open conflicts of a user: pairs of active memories that may state the same thing with a
+        different value, which the write path was not sure enough of to supersede ("was 50k, possibly
+        now 60k").  Oldest first; each says which clauses and values were compared and why."""
+        return self._drive(ops.conflicts(user_id))
+
+    def resolve_conflict(self, new_id: str, old_id: str, *, supersedes: bool) -> None:
+        """Settle a conflict: ``supersedes=True`` makes the later of the two supersede the earlier
+        (status, ``valid_to``, SUPERSEDES edge); ``False`` keeps both as they are.  Either way the
+        conflict is no longer listed."""
+        with self._write_lock:
+            self._drive(ops.resolve_conflict(new_id, old_id, supersedes))
+
     def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple",
                config: RecallConfig | None = None, touch: bool = True, include_history: bool = False,
                min_relevance: float | None = None) -> RecallResult:
@@ -480,6 +493,15 @@ class AsyncMemory(_Client):
     async def history(self, memory_id: str) -> list[MemoryRecord]:
         """See :meth:`Memory.history`."""
         return await self._drive(ops.history(memory_id))
+
+    async def conflicts(self, *, user_id: str) -> list[MemoryConflict]:
+        """See :meth:`Memory.conflicts`."""
+        return await self._drive(ops.conflicts(user_id))
+
+    async def resolve_conflict(self, new_id: str, old_id: str, *, supersedes: bool) -> None:
+        """See :meth:`Memory.resolve_conflict`."""
+        async with self._write_lock:
+            await self._drive(ops.resolve_conflict(new_id, old_id, supersedes))
 
     async def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple",
                      config: RecallConfig | None = None, touch: bool = True,

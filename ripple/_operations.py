@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
-from graphstore.records import EDGE_SUPERSEDES, MemoryRecord as StoredMemory, WriteBatch
+from graphstore.records import EDGE_CONFLICTS, EDGE_SUPERSEDES, EdgeRecord, MemoryRecord as StoredMemory, WriteBatch
 from graphstore.requests import (
     Cypher,
     DeleteMemories,
@@ -25,6 +25,7 @@ from graphstore.requests import (
     Export,
     GetMemories,
     HasMemories,
+    ListEdges,
     ListMemories,
     SetStatus,
     Stats,
@@ -38,7 +39,7 @@ from ._lifecycle import LifecycleConfig
 from ._requests import Op, Prepare, PrepareQuery
 from ._shape import recall_result, to_datetime, to_model
 from .errors import InvalidInput, MemoryNotFound
-from .models import AddItem, MemoryRecord, RecallHit, RecallResult, RecallTrace, as_utc
+from .models import AddItem, MemoryConflict, MemoryRecord, RecallHit, RecallResult, RecallTrace, as_utc
 from .recall.config import RecallConfig
 from .recall.merge import tier_of
 from .recall.pipeline import recall_plan
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from ._ingest import Prepared
 
 __all__ = ["OpContext", "get", "get_record", "add_chunk", "update", "delete", "delete_all", "forget", "pin",
-           "history", "maintain", "get_all", "recall", "export", "import_records", "stats", "users", "cypher"]
+           "history", "conflicts", "resolve_conflict", "maintain", "get_all", "recall", "export", "import_records", "stats", "users", "cypher"]
 
 _MAX_VERSIONS = 50  # hops followed along SUPERSEDES edges
 _PAGE = 5_000  # memories per page when a maintenance pass walks a user's memories
@@ -150,8 +151,10 @@ def pin(memory_id: Any, pinned: bool) -> Op[MemoryRecord]:
 # -------------------------------------------------------------------------------------------- versions
 
 
-def versions(records: Sequence[StoredMemory], user_id: str) -> Op[list[list[StoredMemory]]]:
-    """Each record's versions (itself, what it superseded and what superseded it), oldest first.
+def versions(records: Sequence[StoredMemory], user_id: str, *, conflicts: bool = False
+             ) -> Op[list[list[StoredMemory]]]:
+    """Each record's versions (itself, what it superseded and what superseded it), oldest first;
+    with ``conflicts``, also the memories an open conflict joins it to (its possible versions).
 
     Records that are versions of one another share one list."""
     parent = {r.id: r.id for r in records}  # union-find over SUPERSEDES edges
@@ -167,9 +170,11 @@ def versions(records: Sequence[StoredMemory], user_id: str) -> Op[list[list[Stor
     for _ in range(_MAX_VERSIONS):
         if not frontier:
             break
-        rows = yield Expand(user_id, frontier, [EDGE_SUPERSEDES])
+        rows = yield Expand(user_id, frontier, [EDGE_SUPERSEDES, *([EDGE_CONFLICTS] if conflicts else [])])
         nxt = []
         for n in rows:
+            if n.type == EDGE_CONFLICTS and n.weight <= 0:
+                continue  # a resolved conflict joins nothing
             if n.target not in parent:
                 parent[n.target] = n.target
                 nxt.append(n.target)
@@ -191,12 +196,57 @@ def history(memory_id: Any) -> Op[list[MemoryRecord]]:
     return [to_model(r) for r in found]
 
 
+def conflicts(user_id: Any) -> Op[list[MemoryConflict]]:
+    """Open conflicts of a user (open CONFLICTS edges between two memories still active), oldest first."""
+    if not (yield from known_user(user_id)):
+        return []
+    edges = [e for e in (yield ListEdges(user_id, [EDGE_CONFLICTS])) if e.weight > 0]
+    ids = sorted({e.src for e in edges} | {e.dst for e in edges})
+    records = {r.id: r for r in (yield GetMemories(ids))} if ids else {}
+    out = []
+    for e in edges:
+        new, old = records.get(e.src), records.get(e.dst)
+        if new is None or old is None or new.status != ACTIVE or old.status != ACTIVE:
+            continue  # settled since: one of them was superseded, forgotten or deleted
+        out.append(_conflict(new, old, e.at))
+    return sorted(out, key=lambda c: (c.at or c.new.at, c.new.id, c.old.id))
+
+
+def _conflict(new: StoredMemory, old: StoredMemory, at: float | None) -> MemoryConflict:
+    """A conflict between two stored memories, with the explanation whichever of them recorded."""
+    note: dict[str, Any] = {}
+    for rec, other in ((new, old), (old, new)):
+        meta = json.loads(rec.metadata_json).get("ripple") or {}
+        note = next((n for n in meta.get("conflicts", ()) if n.get("memory") == other.id), note)
+    values, frames = note.get("value"), note.get("frame")
+    return MemoryConflict(new=to_model(new), old=to_model(old), confidence=str(note.get("confidence", "medium")),
+                          values=tuple(values) if values else None, frames=tuple(frames) if frames else None,
+                          why=str(note.get("why", "")), at=None if at is None else to_datetime(at))
+
+
+def resolve_conflict(new_id: Any, old_id: Any, supersedes: bool) -> Op[None]:
+    """Settle an open conflict: close its edge (weight 0) and, with ``supersedes``, let the later
+    of the two supersede the earlier, as a high-confidence decision on the write path would have."""
+    new = yield from get_record(new_id, with_vectors=True)
+    old = yield from get_record(old_id, with_vectors=True)
+    edges = [] if old.user_id != new.user_id else (yield ListEdges(new.user_id, [EDGE_CONFLICTS]))
+    open_edges = [e for e in edges if e.weight > 0 and {e.src, e.dst} == {new.id, old.id}]
+    if not open_edges:
+        raise InvalidInput(f"no open conflict between {new_id!r} and {old_id!r}")
+    batch = WriteBatch(edges=[replace(e, weight=0.0) for e in open_edges])
+    if supersedes:
+        later, earlier = (new, old) if (new.at, new.id) >= (old.at, old.id) else (old, new)
+        batch.memories.append(replace(earlier, status=SUPERSEDED, valid_to=later.at))
+        batch.edges.append(EdgeRecord(later.id, EDGE_SUPERSEDES, earlier.id, new.user_id, 1.0, at=later.at))
+    yield Write(batch)
+
+
 def _with_history(result: RecallResult, by_id: dict[str, StoredMemory], user_id: str) -> Op[RecallResult]:
     """Every hit with its other versions next to it, oldest first, at the rank of the best of them.
 
     ``by_id``: the hits' records, as the recall plan already fetched them."""
     kept = [h for h in result.hits if h.memory.id in by_id]
-    groups = yield from versions([by_id[h.memory.id] for h in kept], user_id)
+    groups = yield from versions([by_id[h.memory.id] for h in kept], user_id, conflicts=True)
     hits_by_id = {h.memory.id: h for h in result.hits}
     out: list[RecallHit] = []
     placed: set[str] = set()

@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from .models import AddItem
     from .recall.config import RecallConfig
     from .recall.query import QueryInput, QueryVectors
+    from ._supersede import JudgeCase
 
-__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "Embed", "CrossEncode",
-           "Request", "Op"]
+__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "Embed", "CrossEncode", "Frames",
+           "Judge", "Request", "Op"]
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -94,6 +95,33 @@ class CrossEncode(LocalRequest[list[float]]):
 
     def run(self, runtime: "Runtime") -> list[float]:
         return runtime.cross_encode(self.model, self.pairs)
+
+
+@dataclass(frozen=True, slots=True)
+class Frames(LocalRequest[list[tuple[Any, Any]]]):
+    """``(statement frames, speaker)`` of texts the write path compares (see :mod:`ripple._supersede`)."""
+
+    texts: Sequence[str]
+
+    def run(self, runtime: "Runtime") -> list[tuple[Any, Any]]:
+        return runtime.frames(self.texts)
+
+
+@dataclass(frozen=True, slots=True)
+class Judge(LocalRequest[list[str]]):
+    """The configured judge's answers for medium-confidence supersessions (``LifecycleConfig.judge``):
+    one of 'supersedes', 'conflict', 'unrelated' per case, checked."""
+
+    judge: Any  # Callable[[Sequence[JudgeCase]], Sequence[str]]
+    cases: "Sequence[JudgeCase]"
+
+    def run(self, runtime: "Runtime") -> list[str]:
+        from .errors import ConfigError
+
+        answers = [str(a) for a in self.judge(self.cases)]
+        if len(answers) != len(self.cases) or any(a not in ("supersedes", "conflict", "unrelated") for a in answers):
+            raise ConfigError("the judge must answer 'supersedes', 'conflict' or 'unrelated' for each case, in order")
+        return answers
 
 
 Request = Union[StoreRequest[Any], LocalRequest[Any]]

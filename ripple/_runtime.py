@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -34,6 +35,9 @@ __all__ = ["Runtime", "DenseSearchFn"]
 
 #: A store's dense search, callable from a worker thread: (user_id, vector, k, statuses) -> hits.
 DenseSearchFn = Callable[[str, "np.ndarray", int, Sequence[str]], list[tuple[str, float]]]
+
+#: Extractions (and frames) of texts the write path wrote or compared lately, kept for its comparisons (a few MB).
+RECENT_PARSES = 4096
 
 #: Batches of at least this many texts are embedded in a worker thread while they are extracted.
 OVERLAP_MIN_BATCH = 16
@@ -64,6 +68,7 @@ class Runtime:
         self._lock = threading.Lock()
         self._cross_encoders: dict[str, Any] = {}
         self._query_pool: ThreadPoolExecutor | None = None
+        self._recent: OrderedDict[str, tuple[Any, Any]] = OrderedDict()  # text -> (extraction, frames): see frames()
 
     # -- models (loaded on first use) -------------------------------------------------
     @property
@@ -125,11 +130,43 @@ class Runtime:
                 return []
             vectors, tokens = self.embedder.encode_with_tokens([texts[n] for n in keep])
         now = self.clock()
+        for n in keep:
+            self._remember_parse(texts[n], extractions[n])
         return [
             Prepared(items[n], extractions[n], as_utc(at).timestamp() if (at := items[n].at) else now,
                      vectors[j], tokens[j])
             for j, n in enumerate(keep)
         ]
+
+    def frames(self, texts: Sequence[str]) -> list[tuple[Any, Any]]:
+        """``(frames, speaker)`` of texts the write path compares with each other (see
+        :func:`extractors.frames.frames_of`).  The texts this client wrote or compared lately come from
+        a small cache: most candidates of a batch were written by the batches before it, and were
+        parsed then."""
+        from extractors.frames import frames_of
+
+        with self._lock:
+            cached = {t: self._recent[t] for t in texts if t in self._recent}
+        missing = [t for t in dict.fromkeys(texts) if t not in cached]
+        if missing:
+            for t, ex in zip(missing, self.extractor.extract_many(missing)):
+                cached[t] = self._remember_parse(t, ex)
+        out = []
+        for t in texts:
+            ex, found = cached[t]
+            if found is None:
+                found = frames_of(ex)
+                self._remember_parse(t, ex, found)
+            out.append((found, ex.extra.get("speaker")))
+        return out
+
+    def _remember_parse(self, text: str, extraction: Any, frames: Any = None) -> tuple[Any, Any]:
+        with self._lock:
+            self._recent[text] = (extraction, frames)
+            self._recent.move_to_end(text)
+            while len(self._recent) > RECENT_PARSES:
+                self._recent.popitem(last=False)
+        return extraction, frames
 
     # -- queries -------------------------------------------------------------------------
     def query_input(self, query: str, user_id: str, k: int, mode: str, config: RecallConfig) -> QueryInput:

@@ -27,6 +27,7 @@ __all__ = [
     "AddItem",
     "Fact",
     "Document",
+    "MemoryConflict",
     "MAX_TEXT_CHARS",
 ]
 
@@ -159,6 +160,21 @@ class RecallResult(_Frozen):
     def texts(self) -> list[str]:
         """The hits' texts in rank order."""
         return [h.memory.text for h in self.hits]
+
+
+class MemoryConflict(_Frozen):
+    """Two active memories that may state the same thing with different values: a supersession ripple
+    was not sure enough of to apply ("was 50k, possibly now 60k").  Listed by
+    :meth:`ripple.Memory.conflicts` for an agent or a person to resolve with
+    :meth:`ripple.Memory.resolve_conflict`."""
+
+    new: MemoryRecord = Field(description="the later statement (by event time)")
+    old: MemoryRecord = Field(description="the earlier statement it may replace")
+    confidence: str = Field("medium", description="how sure the write path was: medium")
+    values: tuple[str, str] | None = Field(None, description="(old value, new value) as written")
+    frames: tuple[str, str] | None = Field(None, description="(old clause, new clause) that were compared")
+    why: str = Field("", description="the reasons, as recorded in the memory's metadata['ripple']")
+    at: datetime | None = Field(None, description="when the conflict arose (the later event time)")
 
 
 class AddItem(_Frozen):

@@ -359,7 +359,8 @@ def test_large_user_is_deleted_in_bounded_transactions(clean: Any, monkeypatch: 
         counts = store.delete_user("u1")
         assert counts == {"memories": n, "entities": 0, "edges": n - 1, "index_entries": 3 * n + n + 2}
         assert store.stats() == {"memories": 0, "entities": 0, "users": 0, "edges_mentions": 0,
-                                 "edges_related": 0, "edges_next": 0, "edges_supersedes": 0, "edges_retracts": 0}
+                                 "edges_related": 0, "edges_next": 0, "edges_supersedes": 0, "edges_retracts": 0,
+                                 "edges_conflicts": 0}
     finally:
         store.close()
 

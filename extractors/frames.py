@@ -1,0 +1,797 @@
+"""Statement frames: what a clause says about what, with its values masked out.
+
+A fact changes in more ways than any list of attributes can name: "We pushed
+the Atlas go-live to May 9", "Maya took over as owner of the billing service",
+"我已经搬去成都了".  What such an update shares with the statement it replaces
+is not an attribute name but a *frame*: the same subject and qualifiers, the
+same kind of statement, and a different value in the same slot.  This module
+reads frames out of one text; :mod:`ripple._supersede` compares them.
+
+A :class:`Frame` is one clause (a sentence, or a part of one cut at ";", ":",
+", " or a subordinator such as "because"/"因为") that carries a value or a
+change marker, with
+
+* ``values`` -- typed spans, each normalised so that equal values compare
+  equal: amounts (``60k``, ``60,000 euros``, ``六万``), dates (``May 2``,
+  ``the 14th``, ``五月二号``), weekdays, times of day (``9:30``, ``3pm``,
+  ``下午两点``), future-relative dates (``next week``, ``下周``), years,
+  durations (``two weeks``, ``三周``), e-mail addresses, phone numbers,
+  identifiers (``Q3``, ``v2.3``) and named entities (people apart, because a
+  person can only take the place of a person).  Past-relative time
+  ("yesterday", "last week", "上周") is masked but is no value: it says when
+  something happened, and events do not replace one another.
+* ``keys`` -- who and what the clause is about: the words of its noun and
+  name mentions that are not values, plus ``@self`` (or ``@<speaker>``) for a
+  first-person statement.  "my sister" is about the sister, not about me: a
+  first-person possessive in front of a relation word (sister, 老婆, boss...)
+  gives that person instead of ``@self``.
+* ``preds`` -- the other content words (mostly the verb: "owns", "starts", "住").
+* ``mentions`` -- the clause's noun and name mentions in order (the last one not
+  shared with another frame is where an untyped value sits: "is at the
+  trampoline park instead").
+* ``masked`` -- the clause with every value replaced by a placeholder of its
+  class, for a similarity that does not see the values.
+* ``addition`` -- an addition marker in the clause ("also", "too", "as well",
+  "a second", "也", "还", "又"): a new value that adds to the old ones.
+
+and the text's change markers ("moved to", "took over", "no longer", "now",
+"instead", "改到", "搬到", "换成", "不再"...), which raise the confidence of an
+update but are not required.
+
+Everything is regular expressions over the text plus the extractor's own
+entity mentions (spaCy's noun chunks and names, jieba's nouns and names), so
+it costs tens of microseconds per text and needs no model of its own.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+from .base import Extraction
+from .normalize import CHAT_WORDS
+from .text import STOPWORDS_EN, STOPWORDS_ZH, _jieba, has_cjk, lexical_tokens
+from .values import normalize_value, parse_number
+
+__all__ = ["Value", "Slot", "Frame", "frames_of", "change_markers", "value_groups", "value_group", "content_words", "TEMPORAL", "NUMERIC", "AMOUNT", "MONEY", "COUNT",
+           "NAME", "PERSON", "PROPER", "IDENT", "RATE", "PHRASE", "PLACEHOLDERS", "UNRESOLVED"]
+
+# value classes: two values compare only inside one class
+AMOUNT, MONEY, COUNT, DATE, WEEKDAY, TIME, FUTURE, YEAR, DURATION, EMAIL, PHONE, IDENT, NAME, PAST, RATE, PHRASE = (
+    "amount", "money", "count", "date", "weekday", "time", "future", "year", "duration", "email", "phone", "ident",
+    "name", "past", "rate", "phrase",
+)
+PERSON = "person"  # a name tagged as a person: it takes the place of a person
+PROPER = "proper"  # a proper noun of no known type (spaCy's PROPN, jieba's nz/nrt): a person or another name
+_NAME_KINDS = frozenset({NAME, PERSON, PROPER, PHRASE})
+_PROPER_NAMES = frozenset({NAME, PERSON, PROPER})
+#: A plain number ("50k") may be money ("60,000 euros") or a count ("14 people"); those two never compare.
+NUMERIC = frozenset({AMOUNT, MONEY, COUNT})
+TEMPORAL = frozenset({DATE, WEEKDAY, TIME, FUTURE, YEAR})
+PLACEHOLDERS = {AMOUNT: "NUMBER", MONEY: "NUMBER", COUNT: "NUMBER", DATE: "DATE", WEEKDAY: "DAY", TIME: "TIME", FUTURE: "DATE", YEAR: "YEAR",
+                DURATION: "DURATION", EMAIL: "EMAIL", PHONE: "PHONE", IDENT: "CODE", NAME: "NAME", PAST: "DATE",
+                RATE: "per unit", PHRASE: "SOMETHING", PERSON: "NAME", PROPER: "NAME"}
+_NAMED_LABELS = frozenset({"PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "PROPN", "NORP", "EVENT", "WORK",
+                           "LANGUAGE", "LAW", "MISC"})
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """A typed value span of a text: ``norm`` is equal for equal values of one ``kind``."""
+
+    kind: str
+    norm: str
+    start: int
+    end: int
+    text: str
+    weak: bool = False  # a capitalised word that may only be capitalised because it starts the sentence
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """The values of a clause that fill one place: adjacent values ("12 Baker Street", "$49 a month"),
+    and all of its dates and times together ("Mondays at 10:00", "周三上午十点")."""
+
+    kinds: frozenset[str]
+    norms: frozenset[tuple[str, str]]  # (kind, normalised value) of each value
+    start: int
+    end: int
+    text: str
+    words: frozenset[str]  # the slot read as words (a weak name that turns out to be a plain word)
+    weak: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One clause that carries a value or a change (see the module docstring)."""
+
+    clause: str
+    start: int
+    slots: tuple[Slot, ...]
+    words: tuple[str, ...]  # content words outside the slots and the markers, in clause order
+    nominal: frozenset[str]  # the words that belong to a noun or name mention
+    subjects: frozenset[str]  # @self / @speaker, relations ("sister", "老婆") and possessors ("Tom's", "X的")
+    masked: str
+    addition: bool
+    negations: tuple[int, ...]  # offsets (in the text) where a negation word ends
+    attributes: frozenset[str] = frozenset()  # attributes of the fact rules whose value is in this clause
+    groups: frozenset[str] = frozenset()  # value_group() of each value kind of its slots
+    marked: bool = False  # its sentence has a change marker ("now", "moved", "改到")
+    strong: bool = False  # its sentence has a marker that names a change ("moved", "took over", "改到")
+    strong_here: bool = False  # the clause itself has one
+    event: bool = False  # its sentence says when something happened ("yesterday", "last week", "上周")
+    context: frozenset[tuple[str, str]] = frozenset()  # (kind, value) of every value of the text
+    text_words: frozenset[str] = frozenset()  # the content words of the whole text
+    denied: frozenset[str] = frozenset()  # values the text negates ("won't make June 30", "not 8", "不是14号")
+
+
+# --------------------------------------------------------------------------- English values
+
+_MONTHS = ("january february march april may june july august september october november december".split())
+_MONTH_RE = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+             r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+_WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
+_NUMBER_WORDS = {
+    "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+    "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
+    "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
+    "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "dozen": 12, "a dozen": 12, "half a dozen": 6,
+}
+_NUMWORD_RE = "|".join(sorted((re.escape(w) for w in _NUMBER_WORDS), key=len, reverse=True))
+_UNITS = {"minute": "minute", "min": "minute", "hour": "hour", "hr": "hour", "day": "day", "week": "week",
+          "month": "month", "year": "year", "yr": "year"}
+_CURRENCY_EN = r"(?:dollars?|usd|euros?|eur|pounds?|gbp|yuan|rmb|cny|yen|jpy|bucks)"
+_MULT = r"(?:k|m|bn|million|thousand|billion)"
+_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_F = re.IGNORECASE
+
+# (kind, pattern) in priority order: a span taken by one is not matched again
+_EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (EMAIL, re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
+    (PHONE, re.compile(r"(?<![\w.,])\+?\d[\d \-().]{5,}\d(?![\w.,]?\d)")),
+    (PAST, re.compile(r"\b(?:yesterday|last\s+(?:night|week|weekend|month|year|summer|winter|spring|fall|autumn|time"
+                      r"|(?:mon|tue|tues|wed|wednes|thu|thur|thurs|fri|sat|satur|sun)(?:day)?|the\s+other\s+day)"
+                      r"|(?:a\s+few|\w+)\s+(?:days?|weeks?|months?|years?)\s+ago|\w+\s+ago|earlier\s+today|this\s+morning"
+                      r"|the\s+other\s+day)\b", _F)),
+    (DATE, re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b")),
+    (TIME, re.compile(r"\b(?:[01]?\d|2[0-3]):[0-5]\d(?:\s*(?:[ap]m\b|[ap]\.m\.))?|\b(?:1[0-2]|0?[1-9])\s*(?:[ap]m\b|[ap]\.m\.)"
+                      r"|\b(?:noon|midnight)\b", _F)),
+    (RATE, re.compile(r"\b(?:(?:per|each|every)\s+(?:minute|hour|day|night|week|month|year|seat|person|user|head)"
+                      r")\b", _F)),
+    (DATE, re.compile(rf"\b{_MONTH_RE}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}})?"
+                      rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_RE}\b(?:,?\s+\d{{4}})?"
+                      rf"|\b(?:end|middle|beginning|start)\s+of\s+{_MONTH_RE}\b|\b(?:early|mid|late)[- ]{_MONTH_RE}\b"
+                      r"|\b(?:the\s+)?\d{1,2}(?:st|nd|rd|th)\b", _F)),
+    (WEEKDAY, re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b", _F)),
+    (DURATION, re.compile(rf"\b(?:{_NUM}|{_NUMWORD_RE}|an?|half an?)[\s-]+(?:minute|min|hour|hr|day|week|month|year|yr)s?\b",
+                          _F)),
+    (FUTURE, re.compile(r"\b(?:today|tonight|tomorrow|(?:this|next|coming)\s+(?:week|weekend|month|year|quarter|term"
+                        r"|semester|cycle|sprint|season|summer|winter|spring|fall|autumn))\b", _F)),
+    (MONEY, re.compile(rf"(?:us\$|[$€£¥])\s*(?:{_NUM})(?:\s*{_MULT}\b)?"
+                        rf"|\b(?:{_NUM})(?:\s*{_MULT}\b)?\s*{_CURRENCY_EN}\b", _F)),
+    (IDENT, re.compile(r"\b[A-Za-z]{1,3}-?\d+(?:\.\d+)*[A-Za-z]?\b")),
+    (YEAR, re.compile(r"\b(?:19|20)\d{2}\b")),
+    (AMOUNT, re.compile(rf"(?<![\w.])(?:{_NUM})(?:\s*{_MULT}\b)?(?![\w.]?\d)|\b(?:{_NUMWORD_RE})\b", _F)),
+    (DATE, re.compile(rf"\b(?:in|by|until|till|from|since|before|after|of)\s+(?-i:Jan|January|Feb|February|Mar|March"
+                      r"|Apr|April|May|June?|July?|Aug|August|Sept?|September|Oct|October|Nov|November|Dec|December)\b")),
+)
+_DIGIT = re.compile(r"\d")
+_MONTH_NEEDLES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_NUMBER_NEEDLES = ("0", *(w.split()[-1] for w in _NUMBER_WORDS))
+# what a text must contain (lower-cased; "0" for any digit) for each of _EN_PATTERNS to be tried
+_EN_NEEDLES: tuple[tuple[str, ...], ...] = (
+    ("@",), ("0",), ("yesterday", "last", "ago", "earlier", "morning", "other day"), ("0",),
+    ("0", "noon", "midnight"), ("per ", "each ", "every "), ("0", *_MONTH_NEEDLES), ("day",),
+    ("min", "hour", "hr", "day", "week", "month", "year", "yr"),
+    ("today", "tonight", "tomorrow", "this ", "next ", "coming "),
+    ("$", "€", "£", "¥", "dollar", "usd", "euro", "eur", "pound", "gbp", "yuan", "rmb", "cny", "yen", "jpy", "buck"),
+    ("0",), ("0",), _NUMBER_NEEDLES, _MONTH_NEEDLES,
+)
+_TIME_AT = re.compile(r"\bat\s+(\d{1,2})(?=\s*(?:$|[.,!?;]|o'clock|tonight|tomorrow|today|sharp|instead|then))", _F)
+
+# --------------------------------------------------------------------------- Chinese values
+
+_ZH_DIGIT = "零〇一二两三四五六七八九十"
+_ZH_NUMERAL = rf"[\d{_ZH_DIGIT}百千万亿][\d.{_ZH_DIGIT}百千万亿]*"
+_ZH_SMALL = rf"[\d{_ZH_DIGIT}]{{1,3}}"
+_ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (EMAIL, re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.ASCII)),
+    (PHONE, re.compile(r"(?<!\d)(?:1[3-9]\d{9}|\d{3,4}-\d{7,8}|\d{7,8})(?!\d)")),
+    (YEAR, re.compile(r"(?:19|20)\d{2}年")),
+    (TIME, re.compile(rf"(?:(?:上午|下午|晚上|早上|中午|凌晨|傍晚|夜里|早晨)\s*{_ZH_SMALL}点(?:半|一刻|三刻|{_ZH_SMALL}分?)?"
+                      rf"|(?<![一\d])(?:[\d二两三四五六七八九十]|十[一二])点(?:半|一刻|三刻|{_ZH_SMALL}分?)?(?!儿)"
+                      r"|\d{1,2}[:：]\d{2})")),
+    (DATE, re.compile(rf"{_ZH_SMALL}月(?:{_ZH_SMALL}[号日]|[初中底末]|份)?|(?<![\d{_ZH_DIGIT}月第])"
+                      rf"{_ZH_SMALL}[号日](?![子常本记])")),
+    (WEEKDAY, re.compile(r"(?:(?:下|上|这|本)个?)?(?:周|星期|礼拜)[一二三四五六日天]")),
+    (PAST, re.compile(r"昨天|前天|上周|上个?星期|上个月|去年|前年|刚才|刚刚|以前|之前|那天")),
+    (FUTURE, re.compile(r"今天|今晚|明天|明晚|后天|下周|下个?星期|本周|这周|下个月|这个月|本月|今年|明年|月底|年底")),
+    (DURATION, re.compile(rf"{_ZH_NUMERAL}个?(?:分钟|小时|天|周|星期|个月|年)(?![一二三四五六日天号])")),
+    (RATE, re.compile(r"每(?:个)?(?:分钟|小时|天|晚|周|星期|月|年|人|位|席位|个席位|座)")),
+    (MONEY, re.compile(rf"[¥￥]\s*{_ZH_NUMERAL}|{_ZH_NUMERAL}\s*(?:元|块钱|块|美元|欧元|英镑|日元|万元)")),
+    (IDENT, re.compile(r"[A-Za-z]{1,3}-?\d+(?:\.\d+)*[A-Za-z]?")),
+    (AMOUNT, re.compile(rf"(?<![第唯统万])(?:{_ZH_NUMERAL})(?:个|位|名|间|次|兆|张|台|盒|人|座)?"
+                        r"(?![起下直些样定般致切共旦边点])")),
+)
+_ZH_NUM_NEEDLES = ("0", *"零〇一二两三四五六七八九十百千万亿")
+_ZH_NEEDLES: tuple[tuple[str, ...], ...] = (
+    ("@",), ("0",), ("0",), ("点", ":", "："), ("月", "号", "日"), ("周", "星期", "礼拜"),
+    ("昨", "前", "上周", "上个", "上星期", "去年", "刚", "以前", "之前", "那天"),
+    ("今", "明", "后天", "下周", "下个", "下星期", "本周", "这周", "这个月", "本月", "底"),
+    ("分钟", "小时", "天", "周", "星期", "月", "年"), ("每",),
+    ("¥", "￥", "元", "块", "美元", "欧元", "英镑", "日元"), ("0",), _ZH_NUM_NEEDLES,
+)
+
+# --------------------------------------------------------------------------- markers and words
+
+# Change markers: the statement announces a new value.  Matched on the whole text.  Strong ones name
+# the change ("moved to", "took over", "改到"); weak ones only say that this is the current value
+# ("now", "new", "现在"), which chat says all the time: they count for a changed typed value only.
+_STRONG_EN = re.compile(
+    r"\b(?:from\s+now\s+on|no\s+longer|any\s*more|instead|changed|changing|moved?|moving|moves|push(?:ed|ing)"
+    r"|slipp(?:ed|ing)|slid|shift(?:ed|ing|s)|switch(?:ed|ing|es)?(?!\s+(?:off|on)\b)|swapp(?:ed|ing)|swap|replac(?:ed|ing|es)"
+    r"|took\s+over|tak(?:e|es|ing)\s+over|taken\s+over|handed\s+over|reschedul(?:ed|ing)|postpon(?:ed|ing)"
+    r"|delay(?:ed|ing)|extend(?:ed|ing)|brought\s+forward|moved\s+up|pulled\s+in|rais(?:ed|ing)|increas(?:ed|ing)"
+    r"|bump(?:ed|ing)?|went\s+(?:up|down)|gone\s+(?:up|down)|grew|grown|rose|risen|jump(?:ed|ing)|dropp(?:ed|ing)"
+    r"|fell|fallen|cut|reduc(?:ed|ing)|lower(?:ed|ing)|decreas(?:ed|ing)|relocat(?:ed|ing)|joined|quit|promoted"
+    r"|transferred|upgraded|downgraded|renamed|sold|make\s+(?:it|that)(?=\s+(?:[$€£¥\d]|(?-i:[A-Z])|(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b))|after\s+all|correction|my\s+(?:mistake|bad)|misspoke"
+    r"|mistyped|typo|i\s+meant|i\s+was\s+wrong)\b", _F)
+_WEAK_EN = re.compile(r"\b(?:now|new|newly|latest|update[sd]?|revised|starting|effective|as\s+of|going\s+forward"
+                      r"|got\s+(?:moved|pushed|changed|bumped|cut|raised)|(?:is|are)\s+(?:at|up\s+to|down\s+to)(?=\s+\d))\b", _F)
+_STRONG_ZH = re.compile(
+    r"改到|改成|改为|改在|改约|改签|改由|换成|换到|换了|换号|换人|换邮箱|搬到|搬去|搬了|挪到|推迟|延期|延到|延迟|延误|提前|调到|调成"
+    r"|调整|涨到|涨价|加到|扩到|降到|减到|砍到|压到|变成|变为|不再|接手|接任|离职|跳槽|转岗|转学|迁到|升级|定在"
+    r"|不对|错了|口误|更正|纠正|我是说|我的意思是")
+_WEAK_ZH = re.compile(r"现在|已经|以后|起|新|更新|最后|最终|涨了|降了|了$|了[。！!]")
+_CHANGE_EN = re.compile(f"{_STRONG_EN.pattern}|{_WEAK_EN.pattern}", _F)
+_CHANGE_ZH = re.compile(f"{_STRONG_ZH.pattern}|{_WEAK_ZH.pattern}")
+_INTERJECTIONS = CHAT_WORDS | frozenset("hey hi hello dear thanks thank wow yay aw aww ugh omg".split())
+# A phrase that a change verb points at is a value even when it is no name or number: "We moved the
+# reception to the botanical garden", "Mia's party is at the trampoline park instead", "改在蹦床公园";
+# in an older statement, the complement of "is" / "是" / "在" ("is at the bowling alley", "在保龄球馆").
+_OBJECT = r"(?!(?:me|us|him|her|them|it|you|myself|ourselves)\b)"
+_CHANGED_TO_EN = re.compile(
+    rf"\b(?:moved|changed|switched|swapped|shifted|relocated|rescheduled|transferred|upgraded|downgraded|renamed"
+    rf"|converted|turned)\b(?:\s+{_OBJECT}[\w'-]+){{0,4}}?\s+(?:over\s+)?(?:to|into)\s+(?P<v>[^,;:!?.]+)", _F)
+_INSTEAD_EN = re.compile(r"\b(?:is|are|am|'s|'m)\s+(?:now\s+)?(?:at|in|on|with)?\s*(?P<v>(?:the|a|an)\s+[^,;:!?.]+?)"
+                         r"\s+instead\b", _F)
+_COMPLEMENT_EN = re.compile(r"\b(?:is|are|am|'s|'m)\s+(?:at|in|on|with)?\s*(?P<v>(?:the|a|an)\s+[^,;:!?.]+?)\s*$", _F)
+_CHANGED_TO_ZH = re.compile(r"(?:改到|改成|改为|改在|换成|换到|搬到|搬去|迁到|变成|变为|调到|挪到|转到|转学到|转岗到|换了家)"
+                            r"(?P<v>[^，。！？；,!?;]+?)(?:了|吧|啦|那家)?$")
+_COMPLEMENT_ZH = re.compile(r"(?:在|是)(?P<v>[^，。！？；,!?;在是]+?)(?:了|吧|呢)?$")
+# "Nothing changed": a restatement, whatever else it says.
+_SAME_EN = re.compile(r"\b(?:still|as\s+usual|unchanged|same\s+as\s+before|as\s+before|as\s+planned"
+                      r"|(?:has|have|had|is|are|was|were|did|does|do)(?:n't|\s+not)\s+(?:been\s+)?(?:chang|mov|shift|slipp)\w*)\b", _F)
+_SAME_ZH = re.compile(r"没变|不变|没有变|没改|没有改|照旧|照常|仍然|依然|还是原来|跟原来一样|和原来一样|一直")
+# Addition markers: the new value adds to the old ones ("I also speak Portuguese").
+_ADDITION_EN = re.compile(r"\b(?:also|too|as\s+well|another|second|additionally|in\s+addition|both|more)\b", _F)
+_ADDITION_ZH = re.compile(r"也|还(?!是|在)|又|另外|另一|再")
+_NEGATION_EN = re.compile(r"\b(?:not|never|no|isn't|aren't|wasn't|won't|don't|doesn't|didn't|n't)\b", _F)
+_NEGATION_ZH = re.compile(r"不是|不在|没有|没|不")
+# Words that tell which version of a thing, not which thing: "the new budget" is the budget.
+_VERSION_WORDS = frozenset("new current updated revised final latest official old previous original".split())
+_GENERIC_EN = frozenset(
+    "people person thing time day week month year number one lot bit way now same usual".split()
+)
+_GENERIC_ZH = frozenset("时间 时候 东西 事情 事 问题 人 个 位 一下 现在 那边 这边 那家 这家 全部 所有 整个 一些 这些 那些 大家 目前 之后 以后 之前 以前".split())
+# People a possessive names instead of the speaker: "my sister lives in Porto" is about the sister.
+_RELATIONS_EN = frozenset(
+    """mother mom mum father dad parents parent sister sisters brother brothers sibling siblings wife husband spouse
+    partner fiance fiancee boyfriend girlfriend son sons daughter daughters kid kids child children twins baby
+    grandma grandmother grandpa grandfather grandparents uncle aunt cousin niece nephew friend friends roommate
+    flatmate boss manager colleague coworker neighbor neighbour landlord landlady""".split()
+)
+_RELATIONS_ZH = frozenset(
+    """妈妈 母亲 爸爸 父亲 爸妈 父母 姐姐 妹妹 哥哥 弟弟 老婆 老公 妻子 丈夫 爱人 对象 男朋友 女朋友 儿子 女儿 孩子 宝宝
+    爷爷 奶奶 外公 外婆 姥姥 姥爷 叔叔 阿姨 舅舅 朋友 室友 老板 领导 同事 邻居 房东""".split()
+)
+_SELF_EN = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves|i'm|i've|we're|we've)\b", _F)
+_SELF_ZH = re.compile(r"我们|咱们|咱|我|本人")
+_POSSESSIVE_EN = re.compile(r"\b(?:my|our)\s+(\w+)", _F)
+_POSSESSIVE_ZH = re.compile(r"(?:我们|我)的?(" + "|".join(sorted(_RELATIONS_ZH, key=len, reverse=True)) + ")")
+_CLAUSE_EN = re.compile(
+    r"[;!?\n()\[\]\"“”]|\.(?=\s|$)|,\s+|\s[-—–]\s|—"
+    r"|\s(?=(?:because|since|so|but|although|though|while|whereas|when|unless|until)\s)"
+    r"|\s(?=(?:after|before)\s+(?:the|a|an|we|i|he|she|they|it|our|my|their|his|her|you)\s)", _F)
+_CLAUSE_ZH = re.compile(r"[，。！？；：、,!?;:\n（）()\[\]【】]|(?=因为|所以|但是|不过|可是|然后|而且)|(?<=之后|以后)")
+
+
+def _norm_amount(text: str) -> str:
+    t = text.strip().lower()
+    if t in _NUMBER_WORDS:
+        return str(_NUMBER_WORDS[t])
+    v = normalize_value(re.sub(r"\s+", " ", t))
+    m = re.match(r"^([\d.]+)", v)
+    return m.group(1) if m else v
+
+
+def _norm_time(text: str) -> str:
+    t = text.lower().replace(".", "").replace(" ", "")
+    if t in ("noon", "midnight"):
+        return "12:00" if t == "noon" else "0:00"
+    m = re.match(r"(\d{1,2})(?::(\d{2}))?(am|pm)?", t)
+    if not m:
+        return t
+    h, mi = int(m.group(1)), int(m.group(2) or 0)
+    if m.group(3) == "pm" and h < 12:
+        h += 12
+    if m.group(3) == "am" and h == 12:
+        h = 0
+    return f"{h}:{mi:02d}"
+
+
+def _month_of(word: str) -> int | None:
+    w = word.lower()[:3]
+    for i, m in enumerate(_MONTHS):
+        if m.startswith(w):
+            return i + 1
+    return None
+
+
+def _norm_date_en(text: str) -> str:
+    t = text.lower()
+    m = re.search(_MONTH_RE, t)
+    month = _month_of(m.group()) if m else None
+    day = re.search(r"\d{1,2}(?=(?:st|nd|rd|th)?\b)", re.sub(r"\d{4}", "", t))
+    part = re.search(r"\b(end|middle|mid|beginning|start|early|late)\b", t)
+    out = []
+    if month:
+        out.append(f"m{month}")
+    if day:
+        out.append(f"d{int(day.group())}")
+    elif part:
+        out.append(part.group(1))
+    return "-".join(out) or t
+
+
+def _num_zh(text: str) -> str:
+    n = parse_number(text)
+    return str(int(n)) if n is not None and n == int(n) else (str(n) if n is not None else text)
+
+
+def _norm_time_zh(text: str) -> str:
+    m = re.search(rf"({_ZH_SMALL})点(半|一刻|三刻|({_ZH_SMALL})分?)?", text)
+    if not m:
+        m2 = re.search(r"(\d{1,2})[:：](\d{2})", text)
+        return f"{int(m2.group(1))}:{m2.group(2)}" if m2 else text
+    h = int(_num_zh(m.group(1)))
+    tail = m.group(2) or ""
+    mi = 30 if tail == "半" else 15 if tail == "一刻" else 45 if tail == "三刻" else int(_num_zh(m.group(3))) if m.group(3) else 0
+    if re.match(r"下午|晚上|傍晚|夜里", text) and h < 12:
+        h += 12
+    return f"{h}:{mi:02d}"
+
+
+def _norm_date_zh(text: str) -> str:
+    out = []
+    m = re.search(rf"({_ZH_SMALL})月", text)
+    if m:
+        out.append(f"m{_num_zh(m.group(1))}")
+    d = re.search(rf"(?:月|^)({_ZH_SMALL})[号日]", text)
+    if d:
+        out.append(f"d{_num_zh(d.group(1))}")
+    part = re.search(r"[初中底末]", text)
+    if part and not d:
+        out.append({"初": "beginning", "中": "mid", "底": "end", "末": "end"}[part.group()])
+    return "-".join(out) or text
+
+
+def _norm_duration(text: str, lang: str) -> str:
+    t = text.lower()
+    if lang == "zh":
+        m = re.match(rf"({_ZH_NUMERAL})个?(分钟|小时|天|周|星期|个月|年)", t)
+        if m:
+            unit = {"分钟": "minute", "小时": "hour", "天": "day", "周": "week", "星期": "week", "个月": "month",
+                    "年": "year"}[m.group(2)]
+            return f"{_num_zh(m.group(1))} {unit}"
+        return t
+    m = re.match(rf"({_NUM}|{_NUMWORD_RE}|an?|half an?)[\s-]+(minute|min|hour|hr|day|week|month|year|yr)s?", t)
+    if not m:
+        return t
+    q = m.group(1)
+    n = "1" if q in ("a", "an") else "0.5" if q.startswith("half") else _norm_amount(q)
+    return f"{n} {_UNITS[m.group(2)]}"
+
+
+def _normalise(kind: str, text: str, lang: str) -> str:
+    if kind in NUMERIC:
+        return _num_zh(re.sub(r"[^\d.零〇一二两三四五六七八九十百千万亿]", "", text)) if lang == "zh" else _norm_amount(text)
+    if kind == TIME:
+        return _norm_time_zh(text) if lang == "zh" else _norm_time(text)
+    if kind == DATE:
+        return _norm_date_zh(text) if lang == "zh" else _norm_date_en(text)
+    if kind == WEEKDAY:
+        return text[-1] if lang == "zh" and text[-1] != "天" else "日" if lang == "zh" else text.lower()[:3]
+    if kind == DURATION:
+        return _norm_duration(text, lang)
+    if kind == PHONE:
+        return re.sub(r"\D", "", text)
+    return re.sub(r"\s+", " ", text.strip().lower())
+
+
+def _typed_values(message: str, offset: int, lang: str) -> list[Value]:
+    taken = bytearray(len(message))
+    out: list[Value] = []
+
+    def add(kind: str, start: int, end: int) -> None:
+        if any(taken[start:end]):
+            return
+        text = message[start:end]
+        if kind == AMOUNT:
+            kind = _count_or_amount(message, text, end, lang)
+        if kind == PHONE and (sum(c.isdigit() for c in text) < 7 or re.fullmatch(r"\d{4}\s*[-–]\s*\d{4}", text)):
+            return
+        if kind in (AMOUNT, COUNT) and lang == "zh" and not _zh_amount_ok(text):
+            return
+        for k in range(start, end):
+            taken[k] = 1
+        out.append(Value(kind, _normalise(kind, text, lang), start + offset, end + offset, text))
+
+    low = message.lower()
+    digit = _DIGIT.search(message) is not None
+    for (kind, pattern), needles in zip(*((_ZH_PATTERNS, _ZH_NEEDLES) if lang == "zh" else (_EN_PATTERNS, _EN_NEEDLES))):
+        if needles and not (digit and "0" in needles or any(n in low for n in needles if n != "0")):
+            continue  # (most texts hold no value: a substring test spares the scan)
+        for m in pattern.finditer(message):
+            add(kind, m.start(), m.end())
+    if lang != "zh":
+        for m in _TIME_AT.finditer(message):
+            add(TIME, m.start(1), m.end(1))
+    return sorted(out, key=lambda v: v.start)
+
+
+_UNIT_WORD_EN = re.compile(r"\s+(?:[a-z][\w-]*\s+)?([a-z][\w-]+)", _F)
+
+
+def _count_or_amount(message: str, text: str, end: int, lang: str) -> str:
+    """``COUNT`` for a number of things ("14 people", "十二个人", "二十间"), else a plain ``AMOUNT``."""
+    if lang == "zh":
+        return COUNT if re.search(r"[个位名间次张台盒人座兆]$", text) else AMOUNT
+    m = _UNIT_WORD_EN.match(message, end)
+    if m is None:
+        return AMOUNT
+    word = m.group(1).lower()
+    if word in STOPWORDS_EN or re.fullmatch(_MULT, word, _F) or word in _UNITS or word.rstrip("s") in _UNITS:
+        return AMOUNT
+    return COUNT
+
+
+def _zh_amount_ok(text: str) -> bool:
+    """A Chinese numeral that is a quantity, not part of a word ("一起", "一点", "万一")."""
+    digits = re.sub(r"[个位名间次兆张台盒人座]$", "", text)
+    if not digits:
+        return False
+    if digits == "一" and len(text) == 1:
+        return False
+    return parse_number(digits) is not None
+
+
+# --------------------------------------------------------------------------- frames
+
+
+@functools.lru_cache(maxsize=4096)
+def value_groups(text: str, lang: str) -> frozenset[str]:
+    """The groups of typed values ("number", "temporal", "duration", "phone"...) a raw text holds: a
+    cheap test, without extraction, of whether it can state a value of the same kind as another text."""
+    return frozenset(value_group(v.kind) for v in _typed_values(text, 0, lang) if v.kind != PAST)
+
+
+def value_group(kind: str) -> str:
+    """Which values compare with a value of ``kind``: numbers with numbers, dates and times together,
+    names of any kind with names and phrases."""
+    return "number" if kind in NUMERIC else "temporal" if kind in TEMPORAL else "name" if kind in _NAME_KINDS else kind
+
+
+def change_markers(message: str, lang: str, *, strong: bool = False) -> tuple[str, ...]:
+    """The change markers of a message ("moved", "now", "改到"...; with ``strong``, only those that name
+    a change), in order; none when the message says that nothing changed ("hasn't changed", "still",
+    "as usual", "没变", "照旧")."""
+    if (_SAME_ZH if lang == "zh" else _SAME_EN).search(message):
+        return ()
+    if strong:
+        pattern = _STRONG_ZH if lang == "zh" else _STRONG_EN
+    else:
+        pattern = _CHANGE_ZH if lang == "zh" else _CHANGE_EN
+    return tuple(m.group().strip().lower() for m in pattern.finditer(message))
+
+
+def content_words(text: str, lang: str) -> list[str]:
+    """Content words: stemmed English words, jieba's words for Chinese; no stop, generic, version or
+    chat words ("thanks", "哈哈")."""
+    return _words(text, lang)
+
+
+def _words(text: str, lang: str) -> list[str]:
+    if lang == "zh":
+        out = []
+        for w in _jieba().lcut(text):
+            w = w.strip().lower()
+            if w and w not in STOPWORDS_ZH and w not in _GENERIC_ZH and w not in _INTERJECTIONS and any(
+                    ch.isalnum() for ch in w):
+                out.append(w)
+        return out
+    return [w for w in lexical_tokens(text) if w not in _GENERIC_EN and w not in _VERSION_WORDS
+            and w not in _INTERJECTIONS]
+
+
+def _clauses(message: str, lang: str) -> list[tuple[int, int]]:
+    pattern = _CLAUSE_ZH if lang == "zh" else _CLAUSE_EN
+    spans, start = [], 0
+    for m in pattern.finditer(message):
+        if m.start() > start:
+            spans.append((start, m.start()))
+        start = max(start, m.end())
+    if start < len(message):
+        spans.append((start, len(message)))
+    return [(a, b) for a, b in spans if message[a:b].strip()]
+
+
+def _phrase_value(full: str, a: int, b: int, values: Sequence[Value], lang: str) -> tuple[Value, ...]:
+    """The clause's phrase value (see ``_CHANGED_TO_EN``), if it has one and no other value sits in it.
+
+    A phrase a change verb points at is ``weak=False``; the complement of a copula, which only an
+    older statement offers, is ``weak=True``."""
+    clause = full[a:b].rstrip()
+    patterns = ((_CHANGED_TO_ZH, False), (_COMPLEMENT_ZH, True)) if lang == "zh" else \
+        ((_CHANGED_TO_EN, False), (_INSTEAD_EN, False), (_COMPLEMENT_EN, True))
+    for pattern, weak in patterns:
+        m = pattern.search(clause)
+        if m is None:
+            continue
+        start, end = a + m.start("v"), a + m.end("v")
+        if any(v.start < end and start < v.end for v in values):
+            return ()
+        words = _words(full[start:end], lang)
+        if not words or len(words) > 4:
+            return ()
+        return (Value(PHRASE, " ".join(words), start, end, full[start:end], weak),)
+    return ()
+
+
+def _in_brackets(message: str, pos: int) -> bool:
+    return message.rfind("[", 0, pos) > message.rfind("]", 0, pos) or message.rfind("【", 0, pos) > message.rfind("】", 0, pos)
+
+
+def _message_start(full: str, ex: Extraction) -> int:
+    speaker = ex.extra.get("speaker") if ex.extra else None
+    if not speaker:
+        return 0
+    m = re.match(r"\s*[^:：]{1,40}[:：]\s*", full)
+    return m.end() if m else 0
+
+
+def _sentence_initial(full: str, pos: int, offset: int) -> bool:
+    before = full[offset:pos].rstrip()
+    return not before or before[-1] in ".!?:;\n\"“"
+
+
+def _named_values(ex: Extraction, full: str, offset: int, typed: list[Value], speaker: str | None,
+                  lang: str) -> tuple[list[Value], list[Value], list[tuple[int, int]]]:
+    """Names that are values, the typed values left, and the spans of the noun and name mentions that
+    are not values (their words are the frame's nominal words).
+
+    A name inside a longer noun phrase whose head is a plain noun ("the Atlas go-live", "the Helios
+    migration", "Tom's phone number") qualifies that noun: it is a word of the frame, not a value.
+    A recognised name swallows the number inside it ("Model 3").  The value of a fact rule ("我在X工作",
+    "I work at X") is a name even when the tagger missed it ("字节跳动")."""
+    names: list[Value] = []
+    nominal: list[tuple[int, int]] = []
+    chunks = [(e.start, e.end) for e in ex.entities if e.label not in _NAMED_LABELS and e.label != "DATE"
+              and e.start >= offset and e.end > e.start]
+    heads_named = {(a, b): any(n.start < b and b <= n.end for n in ex.entities if n.label in _NAMED_LABELS)
+                   for a, b in chunks}
+    for e in ex.entities:
+        if e.start < offset or e.end <= e.start or (speaker and e.key == speaker) or e.label == "DATE":
+            continue
+        if e.label not in _NAMED_LABELS:
+            nominal.append((e.start, e.end))
+            continue
+        inner = [v for v in typed if v.start < e.end and e.start < v.end]
+        if any(v.kind not in (AMOUNT, COUNT, IDENT) or v.start < e.start or v.end > e.end for v in inner) or (
+                inner and e.label == "PROPN"):
+            continue  # "May 9" is a date, "Q3" an identifier
+        inside = [c for c in chunks if c[0] <= e.start and e.end <= c[1] and (c[1] - c[0]) > (e.end - e.start)]
+        if any(not heads_named[c] for c in inside):
+            nominal.append((e.start, e.end))
+            continue
+        typed = [v for v in typed if v not in inner]
+        weak = e.label == "PROPN" and _sentence_initial(full, e.start, offset)
+        kind = PERSON if e.label == "PERSON" else PROPER if e.label in ("PROPN", "MISC") else NAME
+        names.append(Value(kind, e.key, e.start, e.end, full[e.start:e.end], weak))
+    low = full.lower()
+    for f in ex.facts:
+        if f.attribute not in _NAME_FACTS:
+            continue
+        raw = f.value.strip()
+        at = low.find(raw.lower(), offset) if raw else -1
+        if at < 0 or any(v.start < at + len(raw) and at < v.end for v in (*typed, *names)):
+            continue
+        names.append(Value(NAME, raw.lower(), at, at + len(raw), full[at:at + len(raw)]))
+    names = [v for v in names if not any(o is not v and o.start <= v.start and v.end <= o.end for o in names)]
+    return names, typed, nominal
+
+
+def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
+    """The frames of one extracted text: its clauses that carry a value or whose sentence names a change.
+
+    ``text`` defaults to ``ex.text``; the speaker prefix of a "Speaker: message" turn is not part
+    of any clause (its first person is ``@<speaker>``).  Questions, "[...]" descriptions and a name
+    alone ("Thanks, Mel!") are no statements.  A clause without words of its own, or whose subject
+    is a pronoun ("it now lands at 8:30pm", "现在十四个人了"), also carries the words and subjects
+    of the clause before it.
+    """
+    full = unicodedata.normalize("NFKC", text if text is not None else ex.text).replace("\u2019", "'")
+    speaker = ex.extra.get("speaker") if ex.extra else None
+    offset = _message_start(full, ex)
+    message = full[offset:]
+    lang = "zh" if ex.language == "zh" else "en"
+    me = f"@{speaker}" if speaker else "@self"
+    typed = _typed_values(message, offset, lang)
+    names, typed, nominal = _named_values(ex, full, offset, typed, speaker, lang)
+    values = sorted(typed + names, key=lambda v: v.start)
+    sentences = [(m.start(), m.end()) for m in _SENTENCE.finditer(message)]
+    marks = _marker_spans(message, sentences, lang)
+    clauses = _clauses(message, lang)
+    out: list[Frame] = []
+    shared: dict[str, Any] = {}  # what all frames of the text carry, computed for the first one
+    for k, (a, b) in enumerate(clauses):
+        a0, b0 = a + offset, b + offset
+        vals = tuple(v for v in values if a0 <= v.start < b0)
+        vals = vals + _phrase_value(full, a0, b0, vals, lang)
+        x, y = next(((x, y) for x, y in sentences if x <= a < y), (a, b))
+        if _QUESTION.search(message[x:y].rstrip()) or _in_brackets(message, a):
+            continue  # a question states no value; "[shares a photo of ...]" describes, it does not state
+        strong = any(x <= s < y and hard for s, _, hard in marks)
+        if not strong and not any(v.kind != PAST for v in vals):
+            continue
+        frame = replace(_frame(full, a0, b0, vals, nominal, lang, me),
+                        marked=any(x <= s < y for s, _, _ in marks), strong=strong,
+                        strong_here=any(a <= s < b and hard for s, _, hard in marks),
+                        event=any(v.kind == PAST and x + offset <= v.start < y + offset for v in values))
+        if not frame.words and not frame.subjects and all(s.kinds <= _PROPER_NAMES for s in frame.slots):
+            continue  # "Thanks, Mel!": a name alone is who is spoken to, not a statement
+        if k and (not frame.words or (_PRONOUN_START_ZH if lang == "zh" else _PRONOUN_START_EN).match(frame.clause)):
+            # "it now lands at 8:30pm", "现在十四个人了": the clause is about what the one before named
+            pa, pb = clauses[k - 1]
+            before = _frame(full, pa + offset, pb + offset, (), nominal, lang, me)
+            frame = replace(frame, words=before.words + frame.words, nominal=before.nominal | frame.nominal,
+                            subjects=before.subjects | frame.subjects)
+        if not shared:
+            negation = _NEGATION_ZH if lang == "zh" else _NEGATION_EN
+            ends = [m.end() + offset for m in negation.finditer(message)]
+            shared = {
+                "facts": _fact_spans(ex, full, values),
+                "context": frozenset((v.kind, v.norm) for v in values if v.kind != PAST),
+                "text_words": frozenset(_words(message, lang)) | {w for v in values for w in _words(v.text, lang)},
+                "denied": frozenset(v.norm for v in values if any(0 <= v.start - e <= 8 for e in ends)),
+            }
+        out.append(replace(frame, attributes=frozenset(att for att, at in shared["facts"] if a0 <= at < b0),
+                           context=shared["context"], text_words=shared["text_words"], denied=shared["denied"]))
+    return tuple(out)
+
+
+def _marker_spans(message: str, sentences: Sequence[tuple[int, int]], lang: str) -> list[tuple[int, int, bool]]:
+    """``(start, end, strong)`` of the change markers of a message, none in a sentence that says
+    nothing changed ("still", "as usual", "没变")."""
+    same = _SAME_ZH if lang == "zh" else _SAME_EN
+    quiet = [(x, y) for x, y in sentences if same.search(message, x, y)]
+    strong = _STRONG_ZH if lang == "zh" else _STRONG_EN
+    hard = {m.start() for m in strong.finditer(message)}
+    return [(m.start(), m.end(), m.start() in hard)
+            for m in (_CHANGE_ZH if lang == "zh" else _CHANGE_EN).finditer(message)
+            if not any(x <= m.start() < y for x, y in quiet)]
+
+
+def _fact_spans(ex: Extraction, full: str, values: Sequence[Value]) -> list[tuple[str, int]]:
+    """``(attribute, offset)`` of each fact whose value can be found in the text."""
+    out = []
+    low = full.lower()
+    for f in ex.facts:
+        at = low.find(f.value.lower()) if f.value else -1
+        if at < 0:
+            number = re.match(r"[\d.]+", f.value)
+            hit = [v for v in values if v.kind in NUMERIC and number and v.norm == number.group()]
+            at = hit[0].start if hit else -1
+        if at >= 0:
+            out.append((f.attribute, at))
+    return out
+
+
+_QUESTION = re.compile(r"(?:[?？]|吗[。!！]?|呢[?？。]?)$")
+_SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？\n]+|$)")
+_PRONOUN_START_EN = re.compile(r"\s*(?:it|they|he|she|this|that)\b", _F)
+_PRONOUN_START_ZH = re.compile(r"\s*(?:它|他|她|这|那)(?!里|边|儿)")
+
+
+def _slots(full: str, values: Sequence[Value], lang: str) -> tuple[Slot, ...]:
+    """Group a clause's values into slots (see :class:`Slot`); past time is no slot."""
+    groups: list[list[Value]] = []
+    temporal: list[Value] = []
+    for v in values:
+        if v.kind == PAST:
+            continue
+        if v.kind in TEMPORAL:
+            temporal.append(v)
+            continue
+        last = groups[-1][-1] if groups else None
+        gap = full[last.end:v.start] if last is not None else None
+        if gap is not None and re.fullmatch(r"\s*(?:a|an|per|each|every|of|/|每|一)?\s*", gap, _F):
+            groups[-1].append(v)
+        else:
+            groups.append([v])
+    if temporal:
+        groups.append(temporal)
+    out = []
+    for g in groups:
+        text = " ".join(v.text for v in g)
+        out.append(Slot(kinds=frozenset(v.kind for v in g), norms=frozenset((v.kind, v.norm) for v in g), start=g[0].start,
+                        end=g[-1].end, text=text, words=frozenset(_words(text, lang)),
+                        weak=all(v.weak for v in g)))
+    return tuple(sorted(out, key=lambda s: s.start))
+
+
+def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: Sequence[tuple[int, int]],
+           lang: str, me: str) -> Frame:
+    clause = full[a:b]
+    masked, residual, pos = [], [], a
+    for v in values:
+        if v.start < pos:
+            continue
+        masked += [full[pos:v.start], v.text if v.weak else PLACEHOLDERS[v.kind]]
+        residual += [full[pos:v.start], " , "]
+        pos = v.end
+    masked.append(full[pos:b])
+    residual.append(full[pos:b])
+    words = tuple(_words(_strip_markers("".join(residual), lang), lang))
+    nominal: set[str] = {w for w in words if len(w) > 1 and has_cjk(w)}
+    for s, e in nominal_spans:
+        if a <= s and e <= b:
+            span = "".join(" " if any(v.start <= k < v.end for v in values) else full[k] for k in range(s, e))
+            nominal.update(_words(span, lang))
+    subjects: set[str] = set()
+    if lang == "zh":
+        selves = len(_SELF_ZH.findall(clause))
+        related = [m.group(1) for m in _POSSESSIVE_ZH.finditer(clause)]
+        for m in re.finditer(r"([\w]+?)的", clause):
+            owner = _words(m.group(1), lang)
+            if owner and not _SELF_ZH.fullmatch(m.group(1)[-2:]) and not _SELF_ZH.fullmatch(m.group(1)[-1:]):
+                subjects.add(owner[-1])
+    else:
+        selves = len(_SELF_EN.findall(clause))
+        related = [m.group(1).lower() for m in _POSSESSIVE_EN.finditer(clause) if m.group(1).lower() in _RELATIONS_EN]
+        for m in re.finditer(r"\b(\w+)'s\b", clause):
+            owner = _words(m.group(1), lang)
+            if owner and m.group(1).lower() not in _NOT_OWNERS:
+                subjects.add(owner[0])
+    subjects.update(w for w in words if w in (_RELATIONS_ZH if lang == "zh" else _RELATIONS_EN))
+    if (_THIRD_ZH if lang == "zh" else _THIRD_EN).search(clause) and not any(
+            v.kind == PERSON for v in values) and not subjects - {me}:
+        subjects.add(UNRESOLVED)  # "his name is Kyle": whose, this clause does not say
+    subjects.update(related)
+    if selves > len(related):  # "my sister lives in Porto" is about her; "my sister and I" about both
+        subjects.add(me)
+    addition = bool((_ADDITION_ZH if lang == "zh" else _ADDITION_EN).search(clause))
+    negations = tuple(m.end() + a for m in (_NEGATION_ZH if lang == "zh" else _NEGATION_EN).finditer(clause))
+    slots = _slots(full, values, lang)
+    return Frame(clause=clause, start=a, slots=slots, groups=frozenset(value_group(k) for x in slots for k in x.kinds),
+                 words=words, nominal=frozenset(nominal),
+                 subjects=frozenset(subjects), masked=re.sub(r"\s+", " ", "".join(masked)).strip(),
+                 addition=addition, negations=negations)
+
+
+#: Fact attributes whose value is a name (a place, an employer), also when the tagger missed it.
+_NAME_FACTS = frozenset({"employer", "location", "origin", "name"})
+_THIRD_EN = re.compile(r"\b(?:his|her|their|its)\b(?!\s+own\b)", _F)
+_THIRD_ZH = re.compile(r"(?:他|她|它)(?:们)?的")
+#: The subject of a clause whose possessive pronoun points outside it ("his", "她的").
+UNRESOLVED = "@?"
+_NOT_OWNERS = frozenset("it that what there here he she who let where how today".split())
+
+
+def _strip_markers(text: str, lang: str) -> str:
+    pattern = _CHANGE_ZH if lang == "zh" else _CHANGE_EN
+    text = pattern.sub(" , ", text)
+    return (_ADDITION_ZH if lang == "zh" else _ADDITION_EN).sub(" , ", text)

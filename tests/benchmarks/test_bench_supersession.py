@@ -1,0 +1,59 @@
+"""The supersession benchmark's loader and scoring (no models): the labelled set is well-formed, and
+the scores count what the module docstring says."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timezone
+
+from benchmarks.datasets import PROJECT_ROOT
+from benchmarks.supersession import Item, Outcome, Turn, closure, load_items, score, summarise
+
+DATA = PROJECT_ROOT / "benchmarks" / "data" / "supersession" / "supersession-dev.json"
+
+
+def test_the_labelled_set_is_well_formed() -> None:
+    items = load_items(DATA)
+    assert len(items) >= 150 and len({i.id for i in items}) == len(items)
+    langs = Counter(i.lang for i in items)
+    assert langs["en"] == langs["zh"] >= 75
+    for it in items:
+        n = len(it.turns)
+        assert len(it.status) == n and it.split in ("dev", "heldout")
+        for a, b in (*it.supersedes, *it.retracts):
+            assert 0 <= a < n and 0 <= b < n and a != b
+        for a, b in it.supersedes:  # the newer one supersedes, by event time
+            assert it.turns[a].at > it.turns[b].at, it.id
+        olds = {b for _, b in it.supersedes}
+        assert all((s == "superseded") == (k in olds) for k, s in enumerate(it.status) if s != "invalidated"), it.id
+    held = Counter(i.split for i in items)["heldout"] / len(items)
+    assert 0.25 <= held <= 0.35
+
+
+def _item(n: int, supersedes: tuple[tuple[int, int], ...]) -> Item:
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    status = tuple("superseded" if k in {b for _, b in supersedes} else "active" for k in range(n))
+    return Item("t", "en", "update", "dev", tuple(Turn(f"t{k}", at, "s") for k in range(n)), status, supersedes, ())
+
+
+def test_a_chain_edge_that_skips_a_step_is_correct_but_recalls_only_the_step_it_implies() -> None:
+    assert closure([(1, 0), (2, 1)]) == {(1, 0), (2, 1), (2, 0)}
+    chain = _item(3, ((1, 0), (2, 1)))
+    out = Outcome("t", "sequential", [0, 1, 2], ["a", "b", "c"], ["superseded", "active", "active"],
+                  supersedes=[(2, 0)])
+    s = score(chain, out)
+    assert (s["predicted"], s["correct"], s["expected"], s["hits"], s["exact"]) == (1, 1, 2, 1, 0)
+
+
+def test_a_wrong_supersession_costs_precision_and_a_conflict_on_a_missed_pair_is_flagged() -> None:
+    pair = _item(2, ())
+    wrong = Outcome("t", "sequential", [0, 1], ["a", "b"], ["superseded", "active"], supersedes=[(1, 0)],
+                    conflicts=[(1, 0)])
+    s = score(pair, wrong)
+    assert (s["predicted"], s["correct"], s["exact"], s["false_flags"]) == (1, 0, 0, 1)
+    update = _item(2, ((1, 0),))
+    missed = Outcome("t", "sequential", [0, 1], ["a", "b"], ["active", "active"], conflicts=[(1, 0)])
+    s = score(update, missed)
+    assert (s["hits"], s["flagged"], s["false_flags"]) == (0, 1, 0)
+    rows = [{"class": "update", "lang": "en", "mode": "sequential", "score": s}]
+    assert summarise(rows)["pooled"]["all"]["flagged"] == 1

@@ -1,0 +1,94 @@
+"""Statement frames (extractors.frames): typed values and their normal forms, slots, subjects, markers;
+English and Chinese."""
+
+from __future__ import annotations
+
+import pytest
+
+from extractors.frames import change_markers, frames_of
+
+
+def _values(ex, text: str) -> list[tuple[str, str]]:
+    return [(k, n) for f in frames_of(ex.extract(text)) for s in f.slots for k, n in sorted(s.norms)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The budget is 50k.", [("amount", "50000")]),
+        ("Our budget is 60,000 euros now.", [("money", "60000")]),
+        ("The Pro plan is $49 a month.", [("duration", "1 month"), ("money", "49")]),
+        ("The headcount is 14 people.", [("count", "14")]),
+        ("The launch is March 3.", [("date", "m3-d3")]),
+        ("The review moved to the 21st.", [("date", "d21")]),
+        ("Standup is at 9:45 from now on.", [("time", "9:45")]),
+        ("Check-in is at 3pm.", [("time", "15:00")]),
+        ("Piano is on Wednesdays.", [("weekday", "wed")]),
+        ("Sprints are two weeks long.", [("duration", "2 week")]),
+        ("My number is 07700 900142.", [("phone", "07700900142")]),
+        ("Write to dana@whitfield.io please.", [("email", "dana@whitfield.io")]),
+        ("I work at Initech.", [("name", "initech")]),
+        ("Maya took over the billing service.", [("proper", "maya")]),
+    ],
+)
+def test_english_values(extractor, text: str, expected: list[tuple[str, str]]) -> None:
+    assert _values(extractor, text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("预算砍到六万了。", [("amount", "60000")]),
+        ("会员年费是三百九十八元。", [("money", "398")]),
+        ("团队有十二个人。", [("count", "12")]),
+        ("例会改成周五下午两点。", [("time", "14:00"), ("weekday", "五")]),
+        ("上线推迟到五月九号了。", [("date", "m5-d9")]),
+        ("迭代周期改成三周了。", [("duration", "3 week")]),
+        ("我的手机号是13800001111。", [("phone", "13800001111")]),
+        ("我已经搬去成都了。", [("name", "成都")]),
+    ],
+)
+def test_chinese_values(extractor, text: str, expected: list[tuple[str, str]]) -> None:
+    assert _values(extractor, text) == expected
+
+
+def test_a_number_and_a_street_fill_one_slot_and_dates_and_times_another(extractor) -> None:
+    (frame,) = frames_of(extractor.extract("Our weekly sync is Mondays at 10:00."))
+    assert [sorted(s.kinds) for s in frame.slots] == [["time", "weekday"]]
+    (frame,) = frames_of(extractor.extract("Our office is at 12 Baker Street."))
+    assert len(frame.slots) == 1 and frame.slots[0].text == "12 Baker Street"
+
+
+def test_past_time_is_masked_but_no_value(extractor) -> None:
+    """Events do not replace one another: "yesterday" says when, not what."""
+    assert frames_of(extractor.extract("I went to the gym yesterday.")) == ()
+    assert frames_of(extractor.extract("我昨天去了健身房。")) == ()
+
+
+def test_subjects_follow_whom_the_clause_is_about(extractor) -> None:
+    def subjects(text: str) -> set[str]:
+        return {w for f in frames_of(extractor.extract(text)) for w in f.subjects}
+
+    assert subjects("I live in Lisbon.") == {"@self"}
+    assert subjects("My sister lives in Porto.") == {"sister"}
+    assert subjects("Tom's phone number is 07700 900123.") == {"tom"}
+    assert subjects("我妹妹住在杭州。") == {"妹妹"}
+    assert subjects("销售部的预算是十万。") == {"销售部"}
+    assert subjects("Caroline: I moved to Austin in May.") == {"@caroline"}
+
+
+def test_markers_additions_and_restatements(extractor) -> None:
+    assert change_markers("We pushed the go-live to May 9.", "en")
+    assert change_markers("例会改成周五下午两点。", "zh")
+    assert change_markers("The budget hasn't changed, it's still 50k.", "en") == ()
+    assert change_markers("明天站会照旧九点半。", "zh") == ()
+    assert all(f.addition for f in frames_of(extractor.extract("I also speak Portuguese.")))
+    assert [f.addition for f in frames_of(extractor.extract("我们在上海又开了一个办公室。"))] == [True]
+    # only the clause with "又" adds; the clause with the value states it
+    frames = frames_of(extractor.extract("组里又来了两个新人，现在十四个人了。"))
+    assert [f.addition for f in frames] == [True, False]
+
+
+def test_masked_clause_hides_values(extractor) -> None:
+    (frame,) = frames_of(extractor.extract("The Q3 marketing budget is 120k."))
+    assert frame.masked == "The CODE marketing budget is NUMBER"

@@ -1,0 +1,154 @@
+"""Facts that stay true when people say things their own way (issue 16), in English and Chinese, on
+every backend: paraphrased changes supersede, qualifiers keep two statements apart, additions never
+replace, a history written in any order ends in the same state, unsure cases become conflicts to
+review, and every decision is explained in the new memory's metadata."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from ripple import AsyncMemory, LifecycleConfig, Memory, MemoryConflict
+from ripple.errors import InvalidInput, MemoryNotFound
+from tests.test_lifecycle import T0, Clock, clock, mem, say  # noqa: F401  (fixtures)
+from tests.graphstore.test_neo4j import driver  # noqa: F401  (fixture, used by the neo4j parameter)
+
+pytestmark = pytest.mark.slow
+
+UPDATES = [
+    ("The Atlas go-live is May 2.", "We pushed the Atlas go-live to May 9."),
+    ("I work at Initech.", "I quit Initech and joined Globex."),
+    ("The spending cap for the Helios migration is 30k.", "Update: the spending cap for the Helios migration is now 40k."),
+    ("我住在武汉。", "我已经搬去成都了。"),
+    ("例会在周三上午十点。", "例会改成周五下午两点。"),
+    ("销售部的预算是十万。", "销售部的预算涨到十二万了。"),
+]
+
+APART = [  # same kind of statement, another subject or qualifier: both stay true
+    ("Our budget for the offsite is 15,000 euros.", "Our budget for new laptops is 20,000 euros."),
+    ("The deadline for my visa renewal is June 1.", "The deadline for the Contoso bid is June 20."),
+    ("我们的预算是五万。", "销售部的预算是十万。"),
+    ("我妹妹住在杭州。", "我住在南京。"),
+]
+
+ADDITIONS = [
+    ("I speak Spanish.", "I also speak Portuguese."),
+    ("我对花生过敏。", "我对海鲜也过敏。"),
+]
+
+
+@pytest.mark.parametrize("old_text,new_text", UPDATES, ids=[u[1] for u in UPDATES])
+def test_a_paraphrased_change_supersedes_and_says_why(mem: Memory, old_text: str, new_text: str) -> None:
+    old = say(mem, old_text, 0)
+    new = say(mem, new_text, 1, session="s2")
+    assert mem.get(old.id).status == "superseded" and mem.get(new.id).status == "active"
+    assert mem.get(old.id).valid_to == new.at
+    (note,) = mem.get(new.id).metadata["ripple"]["supersedes"]
+    assert note["memory"] == old.id and note["confidence"] == "high"
+    assert len(note["value"]) == 2 and note["value"][0] != note["value"][1]
+    assert note["frame"][1] in new_text and note["why"]
+    assert [m.id for m in mem.history(new.id)] == [old.id, new.id]
+    assert mem.conflicts(user_id="u1") == []
+
+
+@pytest.mark.parametrize("first,second", APART + ADDITIONS, ids=[p[1] for p in APART + ADDITIONS])
+def test_other_qualifiers_and_additions_keep_both(mem: Memory, first: str, second: str) -> None:
+    a = say(mem, first, 0)
+    b = say(mem, second, 1, session="s2")
+    assert mem.get(a.id).status == "active" and mem.get(b.id).status == "active"
+    assert "supersedes" not in (mem.get(b.id).metadata.get("ripple") or {})
+
+
+@pytest.mark.parametrize("texts", [
+    ["The venue is the Marriott.", "We swapped the venue to the Grand Hyatt.", "The venue moved to the Hilton."],
+    ["我住在武汉。", "我搬到了成都。", "我已经搬去深圳了。"],
+], ids=["en", "zh"])
+def test_a_history_in_any_order_ends_in_the_same_state(mem: Memory, texts: list[str]) -> None:
+    """``add_many`` of a whole history in every order: only the latest by event time stays active."""
+    for n, order in enumerate(itertools.permutations(range(len(texts)))):
+        user = f"u{n}"
+        written = mem.add_many([{"text": texts[i], "user_id": user, "session_id": f"s{i}",
+                                 "at": T0 + timedelta(days=i)} for i in order])
+        by_day = {i: rec for i, rec in zip(order, written)}
+        assert [mem.get(by_day[i].id).status for i in range(len(texts))] == ["superseded", "superseded", "active"], order
+
+
+def test_an_older_statement_written_later_becomes_history(mem: Memory) -> None:
+    new = say(mem, "例会改成周五下午两点。", 2)
+    old = say(mem, "例会在周三上午十点。", 0, session="s2")  # back-filled: true before the stored one
+    assert mem.get(new.id).status == "active" and mem.get(old.id).status == "superseded"
+    assert mem.get(old.id).metadata["ripple"]["superseded_by"]["memory"] == new.id
+
+
+def _judge_says(answer: str, seen: list[Any]) -> Any:
+    def judge(cases: Any) -> list[str]:
+        seen.extend(cases)
+        return [answer] * len(cases)
+
+    return judge
+
+
+@pytest.mark.parametrize("old_text,new_text", [
+    ("Our budget is 50,000 CNY.", "The budget for the team dinner is 800 CNY."),
+], ids=["en"])
+def test_an_unsure_pair_is_a_conflict_to_review(tmp_path: Any, embedder: Any, extractor: Any, clock: Clock,
+                                                old_text: str, new_text: str) -> None:
+    """A new clause that says more than the old one without marking a change may be another
+    statement: both stay active, a conflict is listed, and a person or an agent settles it."""
+    with Memory(path=str(tmp_path / "s"), embedder=embedder, extractor=extractor, clock=clock) as mem:
+        old, new = say(mem, old_text, 0), say(mem, new_text, 1, session="s2")
+        assert mem.get(old.id).status == "active" and mem.get(new.id).status == "active"
+        (c,) = mem.conflicts(user_id="u1")
+        assert isinstance(c, MemoryConflict) and (c.old.id, c.new.id) == (old.id, new.id)
+        assert c.confidence == "medium" and c.values is not None and c.why
+        assert mem.conflicts(user_id="nobody") == []
+        with pytest.raises(MemoryNotFound):
+            mem.resolve_conflict(new.id, "m_missing", supersedes=True)
+        mem.resolve_conflict(new.id, old.id, supersedes=False)  # both true: keep both, stop asking
+        assert mem.conflicts(user_id="u1") == [] and mem.get(old.id).status == "active"
+        with pytest.raises(InvalidInput):
+            mem.resolve_conflict(new.id, old.id, supersedes=True)  # nothing open any more
+
+    with Memory(path=str(tmp_path / "t"), embedder=embedder, extractor=extractor, clock=clock) as mem:
+        old, new = say(mem, old_text, 0), say(mem, new_text, 1, session="s2")
+        mem.resolve_conflict(old.id, new.id, supersedes=True)  # either order of ids
+        assert mem.get(old.id).status == "superseded" and mem.get(old.id).valid_to == new.at
+        assert [m.id for m in mem.history(new.id)] == [old.id, new.id] and mem.conflicts(user_id="u1") == []
+
+    seen: list[Any] = []
+    judged = LifecycleConfig(judge=_judge_says("supersedes", seen))
+    with Memory(path=str(tmp_path / "j"), embedder=embedder, extractor=extractor, clock=clock, lifecycle=judged) as mem:
+        old, new = say(mem, old_text, 0), say(mem, new_text, 1, session="s2")
+        assert mem.get(old.id).status == "superseded" and mem.conflicts(user_id="u1") == []
+        assert [(c.old_text, c.new_text) for c in seen] == [(old_text, new_text)]
+        assert "the judge: supersedes" in mem.get(new.id).metadata["ripple"]["supersedes"][0]["why"]
+
+
+def test_a_judge_that_answers_badly_is_a_config_error(tmp_path: Any, embedder: Any, extractor: Any,
+                                                      clock: Clock) -> None:
+    from ripple.errors import ConfigError
+
+    bad = LifecycleConfig(judge=lambda cases: ["maybe"] * len(cases))
+    with Memory(path=str(tmp_path / "s"), embedder=embedder, extractor=extractor, clock=clock, lifecycle=bad) as mem:
+        say(mem, "Our budget is 50,000 CNY.", 0)
+        with pytest.raises(ConfigError, match="judge"):
+            say(mem, "The budget for the team dinner is 800 CNY.", 1, session="s2")
+
+
+def test_async_conflicts_match_the_sync_api(tmp_path: Any, embedder: Any, extractor: Any, clock: Clock) -> None:
+    import anyio
+
+    async def main() -> None:
+        async with AsyncMemory(path=str(tmp_path / "a"), embedder=embedder, extractor=extractor, clock=clock) as mem:
+            (old,) = await mem.add("Our budget is 50,000 CNY.", user_id="u1", session_id="s1", at=T0)
+            (new,) = await mem.add("The budget for the team dinner is 800 CNY.", user_id="u1", session_id="s2",
+                                   at=T0 + timedelta(days=1))
+            (c,) = await mem.conflicts(user_id="u1")
+            assert (c.old.id, c.new.id) == (old.id, new.id)
+            await mem.resolve_conflict(new.id, old.id, supersedes=True)
+            assert (await mem.get(old.id)).status == "superseded" and await mem.conflicts(user_id="u1") == []
+
+    anyio.run(main)
