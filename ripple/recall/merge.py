@@ -194,7 +194,10 @@ def time_answer_boosts(query: str, records: Sequence[MemoryRecord], weight: floa
     "When is the Northwind deadline?" is answered by a memory that says when
     ("... has to go live before the trade fair on 14 June"), not by the ones
     that only share its words; the write path recorded the times each memory
-    names (``metadata["ripple"]["times"]``).  Other questions change nothing.
+    names (``metadata["ripple"]["times"]``).  Like a word in every document, a
+    time in every candidate tells nothing (encyclopedia passages nearly all name
+    a year): the bonus shrinks with the share of candidates that name one.
+    Other questions change nothing.
     """
     if weight <= 0 or not records:
         return {}
@@ -202,7 +205,9 @@ def time_answer_boosts(query: str, records: Sequence[MemoryRecord], weight: floa
 
     if not asks_when(query):
         return {}
-    return {rec.id: 1.0 + weight for rec in records if _stored_times(rec)}
+    timed = [rec.id for rec in records if _stored_times(rec)]
+    bonus = weight * (1.0 - len(timed) / len(records))
+    return {i: 1.0 + bonus for i in timed}
 
 
 def _stored_times(rec: MemoryRecord) -> list[tuple["date", "date"]]:
