@@ -12,6 +12,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("benchmarks.report", "compute metrics from stored results; write summary.md/json and plots"),
     "serve-load": ("benchmarks.server_load", "requests/s and p50/p95/p99 of ripple serve beside in-process calls"),
     "agent": ("benchmarks.agent", "agent layer: token estimate, add and context latency, patrol precision"),
+    "limits": ("benchmarks.limits", "the oversized writes of issue 18 (huge metadata, huge text), timed"),
 }
 
 

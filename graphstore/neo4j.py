@@ -102,10 +102,12 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Generator, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Generator, Iterator, Sequence, TypeVar, cast
 
-from ripple.errors import SchemaError, StoreError, StoreUnavailable
+from ripple.errors import RippleError, SchemaError, StoreError, StoreUnavailable
 
+from .cypher_policy import CypherPlan, plan_of
+from .cypher_policy import check as check_plan
 from .protocol import ACTIVE
 from .records import (
     EDGE_MENTIONS,
@@ -137,10 +139,12 @@ T = TypeVar("T")
 # -- plans: operations as generators, no I/O ---------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class _Stmt:
-    """One Cypher statement of a transaction body; the runner sends back its records."""
+    """One Cypher statement of a transaction body; the runner sends back its records (with
+    ``explain``: it runs ``EXPLAIN`` of the statement and sends back ``[CypherPlan]``)."""
 
     cypher: str
     params: dict[str, Any]
+    explain: bool = False
 
 
 _Body = Generator[_Stmt, "list[Record]", T]
@@ -165,7 +169,10 @@ def _run_body(tx: "ManagedTransaction", body: Callable[[], _Body[T]]) -> T:
             stmt = gen.send(rows)  # type: ignore[arg-type]
         except StopIteration as done:
             return done.value
-        rows = list(tx.run(stmt.cypher, stmt.params))
+        if stmt.explain:
+            rows = cast("list[Record]", [plan_of(tx.run("EXPLAIN " + stmt.cypher, stmt.params).consume())])
+        else:
+            rows = list(tx.run(stmt.cypher, stmt.params))
 
 
 async def _arun_body(tx: "AsyncManagedTransaction", body: Callable[[], _Body[T]]) -> T:
@@ -176,7 +183,11 @@ async def _arun_body(tx: "AsyncManagedTransaction", body: Callable[[], _Body[T]]
             stmt = gen.send(rows)  # type: ignore[arg-type]
         except StopIteration as done:
             return done.value
-        rows = [r async for r in await tx.run(stmt.cypher, stmt.params)]
+        if stmt.explain:
+            summary = await (await tx.run("EXPLAIN " + stmt.cypher, stmt.params)).consume()
+            rows = cast("list[Record]", [plan_of(summary)])
+        else:
+            rows = [r async for r in await tx.run(stmt.cypher, stmt.params)]
 
 
 def _one(write: bool, cypher: str, params: dict[str, Any]) -> _Tx:
@@ -223,6 +234,10 @@ def _map_errors(uri: str, *, opening: bool = False) -> Iterator[None]:
         if opening:
             raise StoreUnavailable(f"cannot open the Neo4j store at {uri}: {exc}") from exc
         raise StoreError(f"Neo4j driver error: {exc}") from exc
+    except RippleError:
+        raise
+    except (ValueError, OverflowError, UnicodeError) as exc:  # a stored value this code cannot read back
+        raise StoreError(f"damaged data in the Neo4j store at {uri}: {type(exc).__name__}: {exc}") from exc
 
 
 # -- Cypher -------------------------------------------------------------------------------------
@@ -1193,9 +1208,14 @@ class _Neo4jCore:
         return (yield _Tx(False, body))
 
     def _plan_cypher(
-        self, query: str, params: dict[str, Any] | None, write: bool
+        self, query: str, params: dict[str, Any] | None, write: bool, allow_procedures: bool, allow_admin: bool
     ) -> _Plan[tuple[list[str], list[list[Any]]]]:
         def body() -> _Body[tuple[list[str], list[list[Any]]]]:
+            # Neo4j's own plan says what the query does (see graphstore.cypher_policy); the EXPLAIN
+            # runs nothing, in the same transaction as the query.
+            (plan,) = yield _Stmt(query, dict(params or {}), explain=True)
+            check_plan(cast(CypherPlan, plan), write=write, allow_procedures=allow_procedures,
+                       allow_admin=allow_admin)
             rows = yield _Stmt(query, dict(params or {}))
             keys = list(rows[0].keys()) if rows else []
             return keys, [[_plain(v) for v in r.values()] for r in rows]
@@ -1364,10 +1384,14 @@ class Neo4jStore(_Neo4jCore):
         return _with_edge_defaults(self._drive(self._plan_stats(user_id)))
 
     def cypher(
-        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False
+        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False,
+        allow_procedures: bool = False, allow_admin: bool = False,
     ) -> tuple[list[str], list[list[Any]]]:
-        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows."""
-        return self._drive(self._plan_cypher(query, params, write))
+        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows.
+
+        Procedures and administration commands (``SHOW``, ``LOAD CSV``, ``dbms.*``, schema) are refused
+        unless allowed (see :mod:`graphstore.cypher_policy`)."""
+        return self._drive(self._plan_cypher(query, params, write, allow_procedures, allow_admin))
 
     def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
         return self._drive(self._plan_get_document(user_id, key))
@@ -1525,10 +1549,14 @@ class AsyncNeo4jStore(_Neo4jCore):
         return _with_edge_defaults(await self._drive(self._plan_stats(user_id)))
 
     async def cypher(
-        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False
+        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False,
+        allow_procedures: bool = False, allow_admin: bool = False,
     ) -> tuple[list[str], list[list[Any]]]:
-        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows."""
-        return await self._drive(self._plan_cypher(query, params, write))
+        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows.
+
+        Procedures and administration commands (``SHOW``, ``LOAD CSV``, ``dbms.*``, schema) are refused
+        unless allowed (see :mod:`graphstore.cypher_policy`)."""
+        return await self._drive(self._plan_cypher(query, params, write, allow_procedures, allow_admin))
 
     async def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
         return await self._drive(self._plan_get_document(user_id, key))

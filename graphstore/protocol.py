@@ -276,10 +276,13 @@ class SupportsBatchMemorySearch(Protocol):
 @runtime_checkable
 class SupportsCypher(Protocol):
     """Optional: run a Cypher query (the Neo4j store).  ``write=False`` runs it in a read
-    transaction, where a query that writes is refused; returns ``(keys, rows)``."""
+    transaction, where a query that writes is refused; procedures and administration commands
+    (``SHOW``, ``LOAD CSV``, ``dbms.*``, schema) are refused unless ``allow_procedures`` /
+    ``allow_admin`` (:mod:`graphstore.cypher_policy`); returns ``(keys, rows)``."""
 
     def cypher(
-        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False
+        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False,
+        allow_procedures: bool = False, allow_admin: bool = False,
     ) -> tuple[list[str], list[list[Any]]]: ...
 
 

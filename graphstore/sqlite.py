@@ -42,7 +42,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from ripple.errors import SchemaError, StoreError, StoreUnavailable
+from ripple.errors import RippleError, SchemaError, StoreError, StoreUnavailable
 
 from .protocol import ACTIVE
 from .records import (
@@ -182,6 +182,15 @@ def _qmarks(n: int) -> str:
     return ",".join("?" * n)
 
 
+def _schema_version(value: Any, target: str) -> int:
+    """The stored schema version; anything but an integer is a :class:`~ripple.SchemaError`."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise SchemaError(f"{target} has schema version {value!r}, not an integer: not a store this ripple"
+                          f" can read (version {SCHEMA_VERSION})") from None
+
+
 class SQLiteStore:
     """Embedded graph store in one SQLite file.
 
@@ -226,7 +235,7 @@ class SQLiteStore:
             with self._tx():
                 has_meta = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
                 row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() if has_meta else None
-                version = int(row[0]) if row else SCHEMA_VERSION
+                version = _schema_version(row[0], target) if row else SCHEMA_VERSION
                 while version in _MIGRATIONS:  # an older store: bring it up to date in this transaction
                     for stmt in _MIGRATIONS[version]:
                         self._db.execute(stmt)
@@ -238,7 +247,7 @@ class SQLiteStore:
                         self._db.execute(stmt)
                 if row is None:
                     self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                elif int(row[0]) != SCHEMA_VERSION:
+                elif _schema_version(row[0], target) != SCHEMA_VERSION:
                     raise SchemaError(
                         f"{target} has schema version {row[0]}, this ripple reads version {SCHEMA_VERSION}"
                     )
@@ -289,6 +298,10 @@ class SQLiteStore:
             raise StoreError(f"SQLite error: {exc}") from exc
         except sqlite3.Error as exc:
             raise StoreError(f"SQLite error: {exc}") from exc
+        except RippleError:
+            raise
+        except (ValueError, OverflowError, UnicodeError) as exc:  # a stored value this code cannot read back
+            raise StoreError(f"damaged data in {self.uri}: {type(exc).__name__}: {exc}") from exc
 
     def _current_data_version(self) -> int:
         return int(self._db.execute("PRAGMA data_version").fetchone()[0])
@@ -521,6 +534,8 @@ class SQLiteStore:
     # -- reads -------------------------------------------------------------------
     @staticmethod
     def _memory_from_row(r: Sequence[Any], embedding: bytes | None = None, token_vectors: bytes | None = None) -> MemoryRecord:
+        if not isinstance(r[4], str):
+            raise ValueError(f"memory {r[0]!r} has a text of type {type(r[4]).__name__}")
         return MemoryRecord(
             id=r[0], user_id=r[1], agent_id=r[2], session_id=r[3], text=r[4], at=r[5], created_at=r[6],
             kind=r[7], importance=r[8], status=r[9], access_count=r[10], last_access=r[11],
@@ -796,14 +811,15 @@ class SQLiteStore:
                 " ORDER BY type, src, dst, predicate",
                 (user_id,),
             ).fetchall()
-        for r in mems:
-            yield self._memory_from_row(r, *r[_N_MEMORY_COLUMNS:])
-        for r in ents:
-            yield EntityRecord(id=r[0], user_id=r[1], name=r[2], key=r[3], label=r[4],
-                               aliases=tuple(json.loads(r[5])), embedding=r[6])
-        for r in edges:
-            yield EdgeRecord(src=r[0], type=r[1], dst=r[2], user_id=r[3], weight=r[4], predicate=r[5],
-                             evidence=r[6], at=r[7])
+        with self._errors():  # (rows are decoded after the read: a damaged one is a StoreError here too)
+            for r in mems:
+                yield self._memory_from_row(r, *r[_N_MEMORY_COLUMNS:])
+            for r in ents:
+                yield EntityRecord(id=r[0], user_id=r[1], name=r[2], key=r[3], label=r[4],
+                                   aliases=tuple(json.loads(r[5])), embedding=r[6])
+            for r in edges:
+                yield EdgeRecord(src=r[0], type=r[1], dst=r[2], user_id=r[3], weight=r[4], predicate=r[5],
+                                 evidence=r[6], at=r[7])
 
     def stats(self, user_id: str | None = None) -> dict[str, int]:
         where, params = ("WHERE user_id=?", (user_id,)) if user_id is not None else ("", ())

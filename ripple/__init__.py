@@ -63,6 +63,8 @@ _EXPORTS: dict[str, str] = {
     "RerankMethod": "ripple.recall.config",
     "LifecycleConfig": "ripple._lifecycle",
     "RippleSettings": "ripple.settings",
+    "Limits": "ripple.limits",
+    "ImportReport": "ripple.models",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -121,4 +123,6 @@ if TYPE_CHECKING:  # the names for type checkers and IDEs
         SpreadConfig,
         TierConfig,
     )
+    from .limits import Limits
+    from .models import ImportReport
     from .settings import RippleSettings

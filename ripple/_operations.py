@@ -9,11 +9,10 @@ work) and returns the public result.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
 from graphstore.records import EDGE_SUPERSEDES, MemoryRecord as StoredMemory, WriteBatch
@@ -36,9 +35,10 @@ from graphstore.requests import (
 from . import _validate as check
 from ._lifecycle import LifecycleConfig
 from ._requests import Op, Prepare, PrepareQuery
-from ._shape import recall_result, to_datetime, to_model
+from ._shape import recall_result, to_model
 from .errors import InvalidInput, MemoryNotFound, UnknownUser
-from .models import AddItem, MemoryRecord, RecallHit, RecallResult, as_utc
+from .limits import Limits, exceeded
+from .models import ImportReport, MemoryRecord, RecallHit, RecallResult, as_utc
 from .recall.config import RecallConfig
 from .recall.merge import tier_of
 from .recall.pipeline import recall_plan
@@ -56,11 +56,12 @@ _PAGE = 5_000  # memories per page when a maintenance pass walks a user's memori
 
 @dataclass(frozen=True, slots=True)
 class OpContext:
-    """What operations read of their client: its recall plan, lifecycle rules and clock."""
+    """What operations read of their client: its recall plan, lifecycle rules, clock and size limits."""
 
     config: RecallConfig
     lifecycle: LifecycleConfig
     clock: Callable[[], float]
+    limits: Limits = Limits()
 
 
 def _ts(value: datetime) -> float:
@@ -70,19 +71,19 @@ def _ts(value: datetime) -> float:
 # -------------------------------------------------------------------------------------------- reads by id
 
 
-def get_record(memory_id: Any, *, with_vectors: bool = False) -> Op[StoredMemory]:
-    found = yield GetMemories([check.memory_id(memory_id)], with_vectors=with_vectors)
+def get_record(ctx: OpContext, memory_id: Any, *, with_vectors: bool = False) -> Op[StoredMemory]:
+    found = yield GetMemories([check.memory_id(memory_id, ctx.limits)], with_vectors=with_vectors)
     if not found:
         raise MemoryNotFound(f"no memory with id {memory_id!r}")
     return found[0]
 
 
-def get(memory_id: Any) -> Op[MemoryRecord]:
-    return to_model((yield from get_record(memory_id)))
+def get(ctx: OpContext, memory_id: Any) -> Op[MemoryRecord]:
+    return to_model((yield from get_record(ctx, memory_id)))
 
 
-def require_user(user_id: Any) -> Op[str]:
-    check.user(user_id)
+def require_user(ctx: OpContext, user_id: Any) -> Op[str]:
+    check.user(user_id, ctx.limits)
     if not (yield HasMemories(user_id)):
         raise UnknownUser(f"no memories stored for user {user_id!r}")
     return user_id
@@ -98,31 +99,33 @@ def add_chunk(ctx: OpContext, prepared: "list[Prepared]") -> Op[list[MemoryRecor
     return [to_model(r) for r in records]
 
 
-def update(memory_id: Any, text: str | None, metadata: dict[str, Any] | None, importance: float | None,
-           at: datetime | None) -> Op[MemoryRecord]:
+def update(ctx: OpContext, memory_id: Any, text: str | None, metadata: dict[str, Any] | None,
+           importance: float | None, at: datetime | None) -> Op[MemoryRecord]:
     from ._ingest import ingest_plan
 
-    old = yield from get_record(memory_id)
-    (item,) = check.items([
+    old = yield from get_record(ctx, memory_id)
+    current = to_model(old)  # (a damaged row is a StoreError here, before anything is written)
+    item = check.item(
         {"text": text if text is not None else old.text, "user_id": old.user_id, "agent_id": old.agent_id,
-         "session_id": old.session_id, "at": at or to_datetime(old.at), "kind": old.kind,
+         "session_id": old.session_id, "at": at or current.at, "kind": old.kind,
          "importance": importance if importance is not None else old.importance,
-         "metadata": metadata if metadata is not None else json.loads(old.metadata_json)}
-    ])
+         "metadata": metadata if metadata is not None else current.metadata},
+        ctx.limits, "update",
+    )
     prepared = yield Prepare([item])
     if not prepared:
         raise InvalidInput("the new text has no content to remember")
     yield from ingest_plan(prepared, now=old.created_at, replacing=old)
-    return to_model((yield from get_record(old.id)))
+    return to_model((yield from get_record(ctx, old.id)))
 
 
-def delete(memory_id: Any) -> Op[None]:
-    yield from get_record(memory_id)
+def delete(ctx: OpContext, memory_id: Any) -> Op[None]:
+    yield from get_record(ctx, memory_id)
     yield DeleteMemories([memory_id])
 
 
-def delete_all(user_id: Any) -> Op[dict[str, int]]:
-    return (yield DeleteUser(check.user(user_id)))
+def delete_all(ctx: OpContext, user_id: Any) -> Op[dict[str, int]]:
+    return (yield DeleteUser(check.user(user_id, ctx.limits)))
 
 
 def forget(ctx: OpContext, memory_id: str | None, query: str | None, user_id: str | None) -> Op[MemoryRecord]:
@@ -135,13 +138,13 @@ def forget(ctx: OpContext, memory_id: str | None, query: str | None, user_id: st
         if not found.hits:
             raise MemoryNotFound(f"no active memory of {user_id!r} matches {query!r}")
         memory_id = found.hits[0].memory.id
-    rec = yield from get_record(memory_id)
+    rec = yield from get_record(ctx, memory_id)
     yield SetStatus([rec.id], INVALIDATED)
     return to_model(replace(rec, status=INVALIDATED))
 
 
-def pin(memory_id: Any, pinned: bool) -> Op[MemoryRecord]:
-    full = replace((yield from get_record(memory_id, with_vectors=True)), pinned=bool(pinned))
+def pin(ctx: OpContext, memory_id: Any, pinned: bool) -> Op[MemoryRecord]:
+    full = replace((yield from get_record(ctx, memory_id, with_vectors=True)), pinned=bool(pinned))
     yield Write(WriteBatch(memories=[full]))
     return to_model(full)
 
@@ -184,8 +187,8 @@ def versions(records: Sequence[StoredMemory], user_id: str) -> Op[list[list[Stor
     return [sorted(members[root(r.id)], key=lambda m: (m.at, m.created_at, m.id)) for r in records]
 
 
-def history(memory_id: Any) -> Op[list[MemoryRecord]]:
-    rec = yield from get_record(memory_id)
+def history(ctx: OpContext, memory_id: Any) -> Op[list[MemoryRecord]]:
+    rec = yield from get_record(ctx, memory_id)
     (found,) = yield from versions([rec], rec.user_id)
     return [to_model(r) for r in found]
 
@@ -218,7 +221,8 @@ def _with_history(result: RecallResult, by_id: dict[str, StoredMemory], user_id:
 
 
 def maintain(ctx: OpContext, user_id: Any, now: datetime | None) -> Op[dict[str, int]]:
-    yield from require_user(user_id)
+    yield from require_user(ctx, user_id)
+    now = check.when(now, "now")
     at = ctx.clock() if now is None else _ts(now)
     counts: dict[str, int] = {"hot": 0, "warm": 0, "cold": 0, "frozen": 0, "superseded": 0, "invalidated": 0,
                               "pinned": 0}
@@ -236,16 +240,16 @@ def maintain(ctx: OpContext, user_id: Any, now: datetime | None) -> Op[dict[str,
         offset += _PAGE
 
 
-def get_all(user_id: Any, session_id: str | None, limit: int | None) -> Op[list[MemoryRecord]]:
-    yield from require_user(user_id)
-    records = yield ListMemories(user_id, session_id=session_id, limit=limit)
+def get_all(ctx: OpContext, user_id: Any, session_id: str | None, limit: int | None) -> Op[list[MemoryRecord]]:
+    yield from require_user(ctx, user_id)
+    records = yield ListMemories(user_id, session_id=check.session(session_id, ctx.limits), limit=check.limit(limit))
     return [to_model(r) for r in records]
 
 
 def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: RecallConfig | None,
            touch: bool, include_history: bool) -> Op[RecallResult]:
-    check.query(query, k, mode)
-    yield from require_user(user_id)  # before any model is loaded for the query
+    check.query(query, k, mode, ctx.limits)
+    yield from require_user(ctx, user_id)  # before any model is loaded for the query
     t0 = time.perf_counter()
     cfg = config or (ctx.config if mode == "ripple" else RECIPES[mode])
     if include_history:
@@ -264,15 +268,15 @@ def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: 
 # -------------------------------------------------------------------------------------------- housekeeping
 
 
-def export(user_id: Any) -> Op[Any]:
+def export(ctx: OpContext, user_id: Any) -> Op[Any]:
     """The user's records (an iterator, or an async iterator from an async store)."""
-    yield from require_user(user_id)
+    yield from require_user(ctx, user_id)
     return (yield Export(user_id))
 
 
-def stats(user_id: str | None) -> Op[dict[str, int]]:
+def stats(ctx: OpContext, user_id: str | None) -> Op[dict[str, int]]:
     if user_id is not None:
-        check.user(user_id)
+        check.user(user_id, ctx.limits)
     return (yield Stats(user_id))
 
 
@@ -280,27 +284,20 @@ def users() -> Op[list[str]]:
     return (yield Users())
 
 
-def import_records(records: Iterable[Mapping[str, Any]]) -> Op[dict[str, int]]:
-    """Write exported records batch by batch; counts by kind."""
-    from graphstore.jsonl import batches_from_records
+def import_records(ctx: OpContext, records: Iterable[Any], user_id: Any) -> Op[ImportReport]:
+    """Exported records as ``user_id``'s, validated, re-keyed and written batch by batch (see :mod:`ripple._import`)."""
+    from ._import import import_plan
 
-    counts = {"memories": 0, "entities": 0, "edges": 0}
-    batches = batches_from_records(records)
-    while True:
-        try:
-            batch = next(batches, None)
-        except ValueError as exc:
-            raise InvalidInput(str(exc)) from exc
-        if batch is None:
-            break
-        yield Write(batch)
-        counts["memories"] += len(batch.memories)
-        counts["entities"] += len(batch.entities)
-        counts["edges"] += len(batch.edges)
-    return counts
+    return (yield from import_plan(records, user_id, ctx.limits))
 
 
-def cypher(query: Any, params: dict[str, Any] | None, write: bool) -> Op[tuple[list[str], list[list[Any]]]]:
+def cypher(ctx: OpContext, query: Any, params: dict[str, Any] | None, write: bool, allow_procedures: bool,
+           allow_admin: bool) -> Op[tuple[list[str], list[list[Any]]]]:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("the Cypher query must be a non-empty string")
-    return (yield Cypher(query, dict(params or {}), bool(write)))
+    if len(query) > ctx.limits.query_chars:
+        raise exceeded("query_chars", "Cypher query length in characters", len(query), ctx.limits.query_chars)
+    check.unicode(query, "the Cypher query")
+    if params is not None and not isinstance(params, dict):
+        raise InvalidInput(f"Cypher params must be a dict, not {type(params).__name__}")
+    return (yield Cypher(query, dict(params or {}), bool(write), bool(allow_procedures), bool(allow_admin)))

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .recall.config import RecallConfig
     from .recall.query import QueryInput, QueryVectors
 
-__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "Embed", "CrossEncode",
+__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "Embed", "VectorDim", "CrossEncode",
            "Request", "Op"]
 
 R = TypeVar("R")
@@ -83,6 +83,14 @@ class Embed(LocalRequest["np.ndarray"]):
 
     def run(self, runtime: "Runtime") -> "np.ndarray":
         return runtime.embedder.encode(list(self.texts))
+
+
+@dataclass(frozen=True, slots=True)
+class VectorDim(LocalRequest[int]):
+    """The embedder's dimension: what every stored vector must have (an import checks its blobs)."""
+
+    def run(self, runtime: "Runtime") -> int:
+        return int(runtime.embedder.dim)
 
 
 @dataclass(frozen=True, slots=True)

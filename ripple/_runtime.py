@@ -101,7 +101,7 @@ class Runtime:
     # -- the write path's CPU stage ---------------------------------------------------
     def prepare(self, items: Sequence[AddItem]) -> "list[Prepared]":
         """Extraction and vectors of validated items; contentless texts ("ok", "好的") are dropped."""
-        from ._ingest import Prepared
+        from ._ingest import Prepared, cap_entities
 
         if not items:
             return []
@@ -125,11 +125,12 @@ class Runtime:
                 return []
             vectors, tokens = self.embedder.encode_with_tokens([texts[n] for n in keep])
         now = self.clock()
-        return [
-            Prepared(items[n], extractions[n], as_utc(at).timestamp() if (at := items[n].at) else now,
-                     vectors[j], tokens[j])
-            for j, n in enumerate(keep)
-        ]
+        out = []
+        for j, n in enumerate(keep):
+            extraction, capped = cap_entities(extractions[n], self.settings.limits.entities_per_memory)
+            out.append(Prepared(items[n], extraction, as_utc(at).timestamp() if (at := items[n].at) else now,
+                                vectors[j], tokens[j], capped))
+        return out
 
     # -- queries -------------------------------------------------------------------------
     def query_input(self, query: str, user_id: str, k: int, mode: str, config: RecallConfig) -> QueryInput:

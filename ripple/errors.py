@@ -4,8 +4,8 @@
 
     RippleError
     ├── ConfigError            bad settings, unknown store URI scheme, bad recall config
-    ├── InvalidInput           bad arguments to a public call (empty/huge text, wrong types)
-    │   └── LimitExceeded      a write past a cap (pinned facts: count or token share)
+    ├── InvalidInput           bad arguments to a public call (empty text, wrong types, lone surrogates)
+    │   └── LimitExceeded      past a size limit (ripple.Limits) or a cap (pinned facts)
     ├── NotFound
     │   ├── MemoryNotFound     no memory with that id
     │   └── UnknownUser        no memory for that user id
@@ -90,7 +90,18 @@ class ModelNotInstalled(ExtractionError):
 
 
 class LimitExceeded(InvalidInput):
-    """A write would pass a cap (e.g. pinned facts by count or token share); nothing was written."""
+    """A call would pass a cap (a size limit of :class:`ripple.Limits`, pinned facts by count or token
+    share); nothing was written.
+
+    ``limit`` names the :class:`~ripple.Limits` field when a size limit was hit (else None), with
+    the ``value`` refused and the ``maximum`` allowed."""
+
+    def __init__(self, message: str, *, limit: str | None = None, value: int | None = None,
+                 maximum: int | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.value = value
+        self.maximum = maximum
 
 
 class Conflict(RippleError):

@@ -11,6 +11,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .limits import Limits
+
 __all__ = ["RippleSettings"]
 
 
@@ -19,7 +21,9 @@ class RippleSettings(BaseSettings):
 
     ``RIPPLE_HOME`` (default ``~/.ripple``) is the embedded store's folder;
     ``RIPPLE_STORE`` overrides it with any store URI (a folder, ``sqlite://...``,
-    ``bolt://host:7687`` or ``neo4j://host:7687`` for a cluster).
+    ``bolt://host:7687`` or ``neo4j://host:7687`` for a cluster).  ``limits``
+    (:class:`ripple.Limits`) caps what one call may write or ask, e.g.
+    ``RIPPLE_LIMITS__TEXT_CHARS=20000``.
     """
 
     model_config = SettingsConfigDict(env_prefix="RIPPLE_", env_nested_delimiter="__", extra="ignore")
@@ -35,6 +39,7 @@ class RippleSettings(BaseSettings):
     neo4j_user: str = "neo4j"
     neo4j_password: str | None = None
     neo4j_database: str | None = None
+    limits: Limits = Field(default_factory=Limits, description="size limits, checked before any write")
 
     def store_uri(self) -> str:
         """The URI of the store these settings name."""

@@ -48,7 +48,7 @@ def test_top_level_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_errors_are_one_line_and_nonzero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--store", str(tmp_path / "s"), "recall", "anything", "--user", "nobody"]) == 1
+    assert main(["--store", str(tmp_path / "s"), "recall", "anything", "--user", "nobody"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ripple: error:") and "nobody" in err and "Traceback" not in err
 
@@ -77,7 +77,7 @@ def test_add_recall_stats_export_import(tmp_path: Path, capsys: pytest.CaptureFi
     assert json.loads(capsys.readouterr().out)["memories"] == 2
     dump = tmp_path / "u1.jsonl"
     assert main(["--store", store, "export", "--user", "u1", "-o", str(dump)]) == 0
-    assert main(["--store", str(tmp_path / "other"), "import", str(dump)]) == 0
+    assert main(["--store", str(tmp_path / "other"), "import", str(dump), "--user", "u1"]) == 0
     assert "2 memories" in capsys.readouterr().out
     assert main(["--store", str(tmp_path / "other"), "recall", "procurement", "--user", "u1", "-k", "1"]) == 0
     assert "Dana Whitfield" in capsys.readouterr().out
