@@ -18,7 +18,8 @@ Three kinds of capability are named (:data:`PROCEDURES`, :data:`ADMIN`,
   constraints), procedures that run in DBMS or schema mode (``dbms.*``,
   ``db.clearQueryCaches``: the plan's query type is ``s``), and ``LOAD CSV``
   (it reads files or URLs from the server's side);
-* write: a plan whose query type is ``w`` or ``rw``.
+* write: a plan whose query type is ``w`` or ``rw``, or that creates or drops
+  an index or constraint.
 
 A query Neo4j cannot plan is refused by the failed ``EXPLAIN`` itself.  This
 is a guard for a tool, not an isolation boundary: real isolation between
@@ -73,7 +74,9 @@ def needs(plan: CypherPlan) -> frozenset[str]:
         op.startswith(_ADMIN_PREFIXES) and op not in _WRITE_OPERATORS for op in plan.operators
     ):
         out.add(ADMIN)
-    if plan.query_type in ("w", "rw"):
+    if plan.query_type in ("w", "rw") or any(
+        op.startswith(("Create", "Drop")) and op not in _WRITE_OPERATORS for op in plan.operators
+    ):  # (an index or constraint created or dropped is a write too)
         out.add(WRITE)
     return frozenset(out)
 
