@@ -269,8 +269,13 @@ def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: 
 
 
 def export(ctx: OpContext, user_id: Any) -> Op[Any]:
-    """The user's records (an iterator, or an async iterator from an async store)."""
-    yield from require_user(ctx, user_id)
+    """The user's records (an iterator, or an async iterator from an async store).
+
+    Any user :meth:`~ripple.Memory.users` lists can be exported, also one whose
+    memories were all deleted but whose entities remain."""
+    check.user(user_id, ctx.limits)
+    if not (yield HasMemories(user_id)) and not (yield Stats(user_id)).get("entities"):
+        raise UnknownUser(f"nothing stored for user {user_id!r}")
     return (yield Export(user_id))
 
 

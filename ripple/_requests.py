@@ -82,7 +82,7 @@ class Embed(LocalRequest["np.ndarray"]):
     texts: Sequence[str]
 
     def run(self, runtime: "Runtime") -> "np.ndarray":
-        return runtime.embedder.encode(list(self.texts))
+        return runtime.encode(self.texts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,12 +11,13 @@ overlaps the plan's lexical reads instead of following them.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from .errors import ConfigError
+from .errors import ConfigError, ExtractionError, ModelNotInstalled, RippleError
 from .models import AddItem, as_utc
 from .recall.config import RecallConfig
 from .recall.query import DenseSearch, QueryInput, QueryVectors, dense_search, needs_vectors
@@ -30,13 +31,29 @@ if TYPE_CHECKING:
     from ._ingest import Prepared
     from .embedding import Embedder
 
-__all__ = ["Runtime", "DenseSearchFn"]
+__all__ = ["Runtime", "DenseSearchFn", "analysing"]
 
 #: A store's dense search, callable from a worker thread: (user_id, vector, k, statuses) -> hits.
 DenseSearchFn = Callable[[str, "np.ndarray", int, Sequence[str]], list[tuple[str, float]]]
 
 #: Batches of at least this many texts are embedded in a worker thread while they are extracted.
 OVERLAP_MIN_BATCH = 16
+
+
+@contextlib.contextmanager
+def analysing(what: str) -> Iterator[None]:
+    """An extractor or a model that fails on a text raises :class:`~ripple.ExtractionError` (cause chained).
+
+    ripple's own extractors and models do not fail on valid input, but a
+    user's extractor may, and so may spaCy on a text past its ``max_length``
+    when ``limits.text_chars`` is raised above it: either way the caller gets
+    one error type, never the library's own."""
+    try:
+        yield
+    except RippleError:
+        raise
+    except Exception as exc:
+        raise ExtractionError(f"could not analyse {what}: {type(exc).__name__}: {exc}") from exc
 
 
 class Runtime:
@@ -95,12 +112,26 @@ class Runtime:
         if model is None:
             from sentence_transformers import CrossEncoder
 
-            model = self._cross_encoders[model_name] = CrossEncoder(model_name, device=self.settings.device)
-        return [float(s) for s in model.predict(list(pairs))] if pairs else []
+            try:
+                model = CrossEncoder(model_name, device=self.settings.device)
+            except Exception as exc:
+                raise ModelNotInstalled(f"cannot load cross-encoder {model_name!r}: {exc}") from exc
+            self._cross_encoders[model_name] = model
+        with analysing("the reranked texts"):
+            return [float(s) for s in model.predict(list(pairs))] if pairs else []
 
     # -- the write path's CPU stage ---------------------------------------------------
     def prepare(self, items: Sequence[AddItem]) -> "list[Prepared]":
         """Extraction and vectors of validated items; contentless texts ("ok", "好的") are dropped."""
+        with analysing("the texts to store"):
+            return self._prepare(items)
+
+    def encode(self, texts: Sequence[str]) -> "np.ndarray":
+        """Sentence vectors of texts (entity names on ingest)."""
+        with analysing("entity names"):
+            return self.embedder.encode(list(texts))
+
+    def _prepare(self, items: Sequence[AddItem]) -> "list[Prepared]":
         from ._ingest import Prepared, cap_entities
 
         if not items:
@@ -135,6 +166,10 @@ class Runtime:
     # -- queries -------------------------------------------------------------------------
     def query_input(self, query: str, user_id: str, k: int, mode: str, config: RecallConfig) -> QueryInput:
         """Everything CPU-bound about a query; its vectors now (in-process store) or beside the plan."""
+        with analysing("the query"):
+            return self._query_input(query, user_id, k, mode, config)
+
+    def _query_input(self, query: str, user_id: str, k: int, mode: str, config: RecallConfig) -> QueryInput:
         from extractors.text import detect_language, lexical_tokens
 
         pending = vector = tokens = None
@@ -165,7 +200,8 @@ class Runtime:
         """The query's vectors; with ``search`` and a store search callable from this thread, also
         the plan's dense search, run right after encoding (it then overlaps the lexical route the
         plan reads meanwhile, the longer of the two when a query has common words)."""
-        vectors, tokens = self.embedder.encode_with_tokens([query])
+        with analysing("the query"):
+            vectors, tokens = self.embedder.encode_with_tokens([query])
         got = QueryVectors(vectors[0], tokens[0])
         if search is not None and self._search_beside is not None:
             got.search = search

@@ -19,8 +19,10 @@
     └── ExtractionError        the write path could not analyse a text
         └── ModelNotInstalled  a model package is missing (message says what to install)
 
-Third-party exceptions (``sqlite3.Error``, neo4j driver errors) never leak out
-of a public call: backends map them with ``from exc`` so the cause stays visible.
+Third-party exceptions (``sqlite3.Error``, neo4j driver errors, a damaged row's
+``ValueError``, an extractor's own error) never leak out of a public call:
+they are mapped with ``from exc`` so the cause stays visible.  Messages are
+one line (see :class:`RippleError`).
 """
 
 from __future__ import annotations
@@ -46,7 +48,15 @@ __all__ = [
 
 
 class RippleError(Exception):
-    """Root of every error ripple raises."""
+    """Root of every error ripple raises.
+
+    Its message is always one line: a cause's multi-line text (a driver's
+    error, say) is joined with spaces, so a log line or ``ripple: error: ...``
+    never spills over.
+    """
+
+    def __str__(self) -> str:
+        return " ".join(super().__str__().split())
 
 
 class ConfigError(RippleError):
