@@ -25,6 +25,7 @@ from ripple._import import rekey_memory_id
 from ripple.cli.__main__ import main
 from ripple.embedding import HashEmbedder
 from ripple.errors import InvalidInput
+from tests.graphstore.test_neo4j import clean, driver  # noqa: F401 - fixtures
 
 NAMES = {"Dana Whitfield": "PERSON", "Northwind": "ORG", "Acme Corp": "ORG", "张伟": "PERSON", "阿里巴巴": "ORG"}
 DIM = 32
@@ -73,7 +74,21 @@ def _of(mem: Memory, user: str, kind: str) -> list[dict[str, Any]]:
 
 
 def test_an_import_never_touches_another_users_rows(make: Callable[..., Memory]) -> None:
-    mem = make()
+    _never_touches_another_user(make())
+
+
+@pytest.mark.neo4j
+def test_an_import_never_touches_another_users_rows_on_neo4j(clean: Any) -> None:
+    from tests.graphstore.test_neo4j import PASSWORD, URI
+
+    with Memory(embedder=HashEmbedder(DIM), extractor=GazetteerExtractor(NAMES),
+                settings=RippleSettings(store=URI, neo4j_password=PASSWORD)) as mem:
+        _never_touches_another_user(mem)
+        report = mem.import_records(list(mem.export(user_id="victim")), user_id="victim")
+        assert report.imported == {"memories": 0, "entities": 0, "edges": 0}  # idempotent on Neo4j too
+
+
+def _never_touches_another_user(mem: Memory) -> None:
     victim_id = _seed(mem)
     victim_before = list(mem.export(user_id="victim"))
     victim_entity = _of(mem, "victim", "entity")[0]
