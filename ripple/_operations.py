@@ -36,9 +36,9 @@ from . import _validate as check
 from ._lifecycle import LifecycleConfig
 from ._requests import Op, Prepare, PrepareQuery
 from ._shape import recall_result, to_model
-from .errors import InvalidInput, MemoryNotFound, UnknownUser
+from .errors import InvalidInput, MemoryNotFound
 from .limits import Limits, exceeded
-from .models import ImportReport, MemoryRecord, RecallHit, RecallResult, as_utc
+from .models import ImportReport, MemoryRecord, RecallHit, RecallResult, RecallTrace, as_utc
 from .recall.config import RecallConfig
 from .recall.merge import tier_of
 from .recall.pipeline import recall_plan
@@ -82,11 +82,12 @@ def get(ctx: OpContext, memory_id: Any) -> Op[MemoryRecord]:
     return to_model((yield from get_record(ctx, memory_id)))
 
 
-def require_user(ctx: OpContext, user_id: Any) -> Op[str]:
+def known_user(ctx: OpContext, user_id: Any) -> Op[bool]:
+    """True when the store holds a memory of the user.  A user with no memories yet is not an
+    error for a read (an agent's first turn for a new user recalls nothing): reads of such a
+    user return empty results, and :class:`~ripple.models.RecallResult` says so."""
     check.user(user_id, ctx.limits)
-    if not (yield HasMemories(user_id)):
-        raise UnknownUser(f"no memories stored for user {user_id!r}")
-    return user_id
+    return bool((yield HasMemories(user_id)))
 
 
 # -------------------------------------------------------------------------------------------- writes
@@ -221,11 +222,12 @@ def _with_history(result: RecallResult, by_id: dict[str, StoredMemory], user_id:
 
 
 def maintain(ctx: OpContext, user_id: Any, now: datetime | None) -> Op[dict[str, int]]:
-    yield from require_user(ctx, user_id)
     now = check.when(now, "now")
     at = ctx.clock() if now is None else _ts(now)
     counts: dict[str, int] = {"hot": 0, "warm": 0, "cold": 0, "frozen": 0, "superseded": 0, "invalidated": 0,
                               "pinned": 0}
+    if not (yield from known_user(ctx, user_id)):
+        return counts
     offset = 0
     while True:
         page = yield ListMemories(user_id, limit=_PAGE, offset=offset)
@@ -241,16 +243,20 @@ def maintain(ctx: OpContext, user_id: Any, now: datetime | None) -> Op[dict[str,
 
 
 def get_all(ctx: OpContext, user_id: Any, session_id: str | None, limit: int | None) -> Op[list[MemoryRecord]]:
-    yield from require_user(ctx, user_id)
-    records = yield ListMemories(user_id, session_id=check.session(session_id, ctx.limits), limit=check.limit(limit))
+    session_id, limit = check.session(session_id, ctx.limits), check.limit(limit)
+    if not (yield from known_user(ctx, user_id)):
+        return []
+    records = yield ListMemories(user_id, session_id=session_id, limit=limit)
     return [to_model(r) for r in records]
 
 
 def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: RecallConfig | None,
            touch: bool, include_history: bool) -> Op[RecallResult]:
     check.query(query, k, mode, ctx.limits)
-    yield from require_user(ctx, user_id)  # before any model is loaded for the query
     t0 = time.perf_counter()
+    if not (yield from known_user(ctx, user_id)):  # before any model is loaded for the query
+        return RecallResult(query=query, user_id=user_id, mode=mode, hits=(), trace=RecallTrace(),
+                            user_known=False)
     cfg = config or (ctx.config if mode == "ripple" else RECIPES[mode])
     if include_history:
         statuses = tuple(dict.fromkeys((*cfg.merge.include_statuses, ACTIVE, SUPERSEDED)))
@@ -269,13 +275,10 @@ def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: 
 
 
 def export(ctx: OpContext, user_id: Any) -> Op[Any]:
-    """The user's records (an iterator, or an async iterator from an async store).
-
-    Any user :meth:`~ripple.Memory.users` lists can be exported, also one whose
-    memories were all deleted but whose entities remain."""
+    """The user's records (an iterator, or an async iterator from an async store); none for an unknown
+    user.  Any user :meth:`~ripple.Memory.users` lists can be exported, also one whose memories were
+    all deleted but whose entities remain."""
     check.user(user_id, ctx.limits)
-    if not (yield HasMemories(user_id)) and not (yield Stats(user_id)).get("entities"):
-        raise UnknownUser(f"nothing stored for user {user_id!r}")
     return (yield Export(user_id))
 
 

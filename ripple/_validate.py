@@ -16,6 +16,7 @@ decoder can recurse.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from datetime import datetime, timezone
@@ -206,7 +207,7 @@ def item(raw: "Mapping[str, Any] | AddItem", limits: Limits, where: str) -> "Add
     from .models import AddItem
 
     if not isinstance(raw, (Mapping, AddItem)):
-        raise InvalidInput(f"{where} must be a mapping with text and user_id, not {type(raw).__name__}")
+        raise InvalidInput(f"{where or 'an item'} must be a mapping with text and user_id, not {type(raw).__name__}")
     try:
         return AddItem.model_validate(raw if isinstance(raw, AddItem) else dict(raw), context={"limits": limits})
     except ValidationError as exc:
@@ -217,12 +218,11 @@ def items(raw: "Iterable[Mapping[str, Any] | AddItem]", limits: Limits = DEFAULT
     """Validated items of ``add_many`` (all of them, before anything is written)."""
     if isinstance(raw, (str, bytes, Mapping)) or not isinstance(raw, Iterable):
         raise InvalidInput(f"items must be a list (or iterable) of mappings, not {type(raw).__name__}")
-    out: list[AddItem] = []
-    for n, r in enumerate(raw):
-        if n >= limits.batch_items:
-            raise exceeded("batch_items", "items in one add_many call (at least)", n + 1, limits.batch_items)
-        out.append(item(r, limits, f"item {n}"))
-    return out
+    given = list(itertools.islice(raw, limits.batch_items + 1))  # (an endless iterable is refused too)
+    if len(given) > limits.batch_items:
+        raise exceeded("batch_items", "items in one add_many call (at least)", len(given), limits.batch_items)
+    # A single item's error needs no "item 0: " (``ripple add ""`` says "text is empty").
+    return [item(r, limits, f"item {n}" if len(given) > 1 else "") for n, r in enumerate(given)]
 
 
 def user(user_id: Any, limits: Limits = DEFAULT_LIMITS) -> str:

@@ -11,12 +11,12 @@ import pytest
 
 from ripple import (
     AsyncMemory,
+    ExtractionError,
     InvalidInput,
     Memory,
     MemoryNotFound,
     RecallConfig,
     RippleError,
-    UnknownUser,
 )
 
 pytestmark = pytest.mark.slow
@@ -98,8 +98,11 @@ def test_bad_recall_arguments(mem: Memory) -> None:
         mem.recall("who?", user_id="u1", k=0)
     with pytest.raises(InvalidInput):
         mem.recall("who?", user_id="u1", mode="magic")
-    with pytest.raises(UnknownUser):
-        mem.recall("who?", user_id="nobody")
+    # a user with nothing stored yet is not an error: the first turn of every new user recalls nothing
+    empty = mem.recall("who?", user_id="nobody")
+    assert empty.hits == () and empty.user_known is False
+    assert mem.get_all(user_id="nobody") == [] and list(mem.export(user_id="nobody")) == []
+    assert mem.maintain(user_id="nobody")["hot"] == 0
     with pytest.raises(MemoryNotFound):
         mem.get("m_missing")
     with pytest.raises(RippleError):  # one root for everything
@@ -179,8 +182,7 @@ def test_update_delete_forget_delete_all(mem: Memory) -> None:
     counts = mem.delete_all(user_id="u1")
     assert counts["memories"] == len(TWO_HOP) - 1 and counts["entities"] > 0
     assert mem.stats(user_id="u1")["memories"] == 0
-    with pytest.raises(UnknownUser):
-        mem.get_all(user_id="u1")
+    assert mem.get_all(user_id="u1") == [] and mem.recall("Dana?", user_id="u1").user_known is False
 
 
 def test_recall_counts_access(mem: Memory) -> None:
@@ -275,7 +277,7 @@ def test_the_store_decides_where_the_query_is_encoded(tmp_path: Path, extractor,
     """An in-process store (reads hold the GIL) gets the query encoded first, on the caller's
     thread; any other store gets it encoded in a worker thread beside the lexical route, with the
     dense search run there too.  Both rank alike; what the encoder raises reaches the caller
-    unchanged, and close() stops the worker."""
+    as an ExtractionError (its cause chained), and close() stops the worker."""
     from graphstore.sqlite import SQLiteStore
     from ripple.embedding import HashEmbedder
 
@@ -306,8 +308,9 @@ def test_the_store_decides_where_the_query_is_encoded(tmp_path: Path, extractor,
         own = Memory(store=store, embedder=HashEmbedder(), extractor=extractor).recall("Where does Dana live?", user_id="u", k=3)
         assert [(h.memory.id, round(h.parts.dense, 6)) for h in res.hits] == [(h.memory.id, round(h.parts.dense, 6)) for h in own.hits]
         Recording.fail = True
-        with pytest.raises(RuntimeError, match="encoder broke"):
+        with pytest.raises(ExtractionError, match="encoder broke") as info:  # typed, the cause chained
             mem.recall("Where does Dana live?", user_id="u", k=1)
+        assert isinstance(info.value.__cause__, RuntimeError)
     finally:
         mem.close()
         store.close()

@@ -6,12 +6,12 @@ import argparse
 import json
 from datetime import datetime
 
-from ripple import Memory
 from ripple.errors import InvalidInput
 from ripple.settings import RippleSettings
 
 from ._files import json_objects, open_input
 from ._remote import add_server_flags, remote
+from ._store import open_memory
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -45,7 +45,7 @@ def _items(args: argparse.Namespace) -> list[dict[str, object]]:
                                        " a file adds memories of the --user only")
                 items.append({**base, **obj})
         return items
-    if not args.text:
+    if args.text is None:
         raise InvalidInput("give a text or --file")
     item = dict(base, text=args.text)
     if args.at:
@@ -62,12 +62,15 @@ def _items(args: argparse.Namespace) -> list[dict[str, object]]:
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
+    from ripple._validate import items as validated
+
     items = _items(args)
+    validated(items)  # before the store is opened (or created): bad input writes nothing
     client = remote(args)
     if client is not None:
         stored = client.add_many(items)
     else:
-        with Memory(settings=settings) as mem:
+        with open_memory(settings, write=True) as mem:
             stored = mem.add_many(items, progress=True)
     if args.json:
         for m in stored:

@@ -7,10 +7,10 @@ import itertools
 import json
 import sys
 
-from ripple import Memory
 from ripple.settings import RippleSettings
 
 from ._files import open_output
+from ._store import open_memory
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -19,9 +19,9 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
-    with Memory(settings=settings) as mem:
+    with open_memory(settings) as mem:
         records = mem.export(user_id=args.user)
-        first = next(records, None)  # (an unknown user is an error before the file is created)
+        first = next(records, None)  # (a bad user id is an error before the file is created)
         out = open_output(args.out)
         n = 0
         try:

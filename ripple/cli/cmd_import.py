@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ripple import Memory
 from ripple.settings import RippleSettings
 
 from ._files import open_input
+from ._store import open_memory
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -27,7 +27,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
-    with open_input(args.file) as stream, Memory(settings=settings) as mem:
+    with open_input(args.file) as stream, open_memory(settings, write=True) as mem:
         report = mem.import_records(stream, user_id=args.user)
     if args.json:
         print(report.model_dump_json())
