@@ -21,8 +21,10 @@ pass ``synchronous="FULL"`` to rule that out at ~1 ms per write.
 
 Threads: one connection guarded by a re-entrant lock; SQLite serialises
 writers anyway, and the per-user vector caches must change atomically with
-the rows they mirror.  Other processes may write to the same file: the cache
-is dropped whenever ``PRAGMA data_version`` says another connection committed.
+the rows they mirror.  Other processes may write to the same file: the caches
+are dropped whenever ``PRAGMA data_version`` says another connection committed,
+checked before every read and inside every write transaction (see :meth:`SQLiteStore._tx`;
+``tests/faults/test_coherence.py`` drives three processes through random schedules).
 
 Vectors: sentence embeddings are kept per user in a :class:`~graphstore.vectors.VectorIndex`
 (normalised float32 rows in memory), loaded on the first vector search for
@@ -227,6 +229,9 @@ class SQLiteStore:
             target = str(p)
         self.uri = f"sqlite://{target}"
         self._lock = threading.RLock()
+        self._vectors: dict[str, VectorIndex] = {}
+        self._entity_vectors: dict[str, VectorIndex] = {}
+        self._data_version = -1  # PRAGMA data_version when the caches were last known current
         try:
             self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=30.0)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -255,9 +260,6 @@ class SQLiteStore:
                     )
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"cannot open SQLite store at {target}: {exc}") from exc
-        self._vectors: dict[str, VectorIndex] = {}
-        self._entity_vectors: dict[str, VectorIndex] = {}
-        self._data_version = self._current_data_version()
         self._closed = False
 
     # -- plumbing -------------------------------------------------------------
@@ -272,17 +274,29 @@ class SQLiteStore:
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One IMMEDIATE transaction under the store lock; rolled back on any error."""
+        """One IMMEDIATE transaction under the store lock; rolled back on any error.
+
+        The caches are checked against other connections' commits *inside* the
+        transaction, where this connection holds the write lock: no other commit
+        can land between that check and this commit, and a connection's own
+        commits leave ``PRAGMA data_version`` unchanged, so the value read here
+        stays this connection's view of the store after it commits.  (Reading it
+        after the commit instead counted a commit another process made in
+        between as seen, and this process's caches then missed it: issue 18.)
+        """
         with self._lock, self._errors():
             self._db.execute("BEGIN IMMEDIATE")
             try:
+                self._check_external_writes()
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            else:
                 self._db.execute("COMMIT")
-            self._data_version = self._current_data_version()
+            except BaseException:
+                # (a COMMIT that failed, say on a full disk, can leave the transaction open)
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                self._drop_caches()  # the body may have updated them for rows that are not stored
+                raise
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -307,9 +321,12 @@ class SQLiteStore:
     def _check_external_writes(self) -> None:
         version = self._current_data_version()
         if version != self._data_version:  # another connection committed: caches are stale
-            self._vectors.clear()
-            self._entity_vectors.clear()
+            self._drop_caches()
             self._data_version = version
+
+    def _drop_caches(self) -> None:
+        self._vectors.clear()
+        self._entity_vectors.clear()
 
     def close(self) -> None:
         with self._lock:
@@ -386,7 +403,7 @@ class SQLiteStore:
                      for x in batch.edges],
                 )
             self._adjust_degrees(db, degree_delta)
-        self._update_vector_caches(batch, touched_users)
+            self._update_vector_caches(batch, touched_users)  # (dropped again if the commit fails)
 
     @staticmethod
     def _new_mentions(db: sqlite3.Connection, edges: Sequence[EdgeRecord]) -> Counter[str]:
@@ -485,10 +502,10 @@ class SQLiteStore:
             db.executemany("UPDATE memories SET status = ? WHERE id = ?", [(status, m.id) for m in changed])
             if status == ACTIVE:
                 self._add_postings(db, changed)
-        for m in changed:
-            cache = self._vectors.get(m.user_id)
-            if cache is not None:
-                cache.set_status(m.id, status)
+            for m in changed:
+                cache = self._vectors.get(m.user_id)
+                if cache is not None:
+                    cache.set_status(m.id, status)
         return len(changed)
 
     def delete_memories(self, memory_ids: Sequence[str]) -> dict[str, int]:
@@ -509,8 +526,8 @@ class SQLiteStore:
                 counts["edges"] += db.execute(f"DELETE FROM edges WHERE evidence IN ({q})", chunk).rowcount
                 counts["memories"] += db.execute(f"DELETE FROM memories WHERE id IN ({q})", chunk).rowcount
             self._adjust_degrees(db, degree_delta)
-        for u in users:
-            self._vectors.pop(u, None)
+            for u in users:
+                self._vectors.pop(u, None)
         return counts
 
     def delete_user(self, user_id: str) -> dict[str, int]:
@@ -525,8 +542,8 @@ class SQLiteStore:
             db.execute("DELETE FROM aliases WHERE user_id=?", (user_id,))
             db.execute("DELETE FROM lexical_totals WHERE user_id=?", (user_id,))
             db.execute("DELETE FROM documents WHERE user_id=?", (user_id,))
-        self._vectors.pop(user_id, None)
-        self._entity_vectors.pop(user_id, None)
+            self._vectors.pop(user_id, None)
+            self._entity_vectors.pop(user_id, None)
         return counts
 
     # -- reads -------------------------------------------------------------------
