@@ -125,6 +125,7 @@ from .records import (
     EDGE_TYPES,
     EdgeRecord,
     EntityRecord,
+    Finding,
     MemoryRecord,
     Neighbor,
     WriteBatch,
@@ -1437,6 +1438,19 @@ class Neo4jStore(_Neo4jCore):
 
     def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
         return self._drive(self._plan_get_document(user_id, key))
+
+    # -- maintenance (graphstore.SupportsMaintenance; the plans are in graphstore.neo4jmaint) -------------
+    def check(self) -> list[Finding]:
+        """Check the schema and every derived index against the memories (read-only)."""
+        from .neo4jmaint import plan_check
+
+        return self._drive(plan_check(self))
+
+    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Create lost constraints and indexes; rebuild postings, BM25 totals, aliases and degrees."""
+        from .neo4jmaint import plan_reindex
+
+        return self._drive(plan_reindex(self, progress))
 
     def put_document(
         self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float

@@ -26,7 +26,7 @@ def findings(settings: RippleSettings) -> list[Finding]:
     try:
         store = open_store(uri, maintenance=True, **settings.store_options())
     except StoreDamaged as exc:
-        return [Finding("error", "file", str(exc), "restore from a backup or an export")]
+        return [Finding("error", "file", str(exc))]
     except StoreError as exc:
         return [Finding("error", "open", str(exc))]
     try:

@@ -38,13 +38,14 @@ def run(args: argparse.Namespace, settings: RippleSettings) -> int:
             bar.update(done - bar.n)
 
     try:
-        if not isinstance(store, SupportsMaintenance):
+        maintained = store
+        if not isinstance(maintained, SupportsMaintenance):
             raise ConfigError(f"{uri} keeps no derived indexes to rebuild")
-        counts = store.reindex(progress=progress)
+        counts = maintained.reindex(progress=progress)
         if bar is not None:
             bar.close()
         print("rebuilt: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
-        left = [f for f in store.check() if f.level == "error"]
+        left = [f for f in maintained.check() if f.level == "error"]
     finally:
         store.close()
     for f in left:
