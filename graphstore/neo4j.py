@@ -774,6 +774,7 @@ class _Neo4jCore:
         self._database = database
         self._dims: dict[str, int | None] = {label: None for label in _VECTOR_INDEX}
         self._retry = retries.RetryBudget(max(0.0, float(retry_seconds)))
+        self._failing = False  # a retry was logged and no transaction succeeded since
         self.maintenance = maintenance
 
     @staticmethod
@@ -793,18 +794,25 @@ class _Neo4jCore:
         """
         from neo4j import exceptions as nx
 
-        retryable = isinstance(exc, (nx.DriverError, nx.Neo4jError)) and exc.is_retryable()
+        # (a database that is shutting down or starting answers DatabaseUnavailable, which the driver does
+        # not always call retryable; a commit whose outcome is unknown is never retried)
+        unreachable = (nx.ServiceUnavailable, nx.SessionExpired, nx.DatabaseUnavailable)
+        retryable = not isinstance(exc, nx.IncompleteCommit) and (
+            isinstance(exc, unreachable) or (isinstance(exc, (nx.DriverError, nx.Neo4jError)) and exc.is_retryable()))
         wait = schedule.next_wait() if retryable else None
         if wait is None:
-            if retryable and schedule.attempts > 1:
+            if retryable:
+                attempts = f"{schedule.attempts} attempt{'s' if schedule.attempts > 1 else ''}"
                 raise StoreUnavailable(
                     f"cannot reach Neo4j at {self.uri}: {_flat(exc)} (is the server running?); gave up after"
-                    f" {schedule.elapsed:.1f} s and {schedule.attempts} attempts (retry budget"
-                    f" {self._retry.seconds:g} s, RIPPLE_NEO4J_RETRY_SECONDS)"
+                    f" {schedule.elapsed:.1f} s and {attempts} (retry budget {self._retry.seconds:g} s,"
+                    " RIPPLE_NEO4J_RETRY_SECONDS)"
                 ) from exc
             raise exc
-        if schedule.attempts == 1:
-            _log.warning("Neo4j at %s: %s; retrying for up to %g s", self.uri, _flat(exc), self._retry.seconds)
+        if not self._failing:  # once per outage: until a transaction succeeds again
+            self._failing = True
+            _log.warning("Neo4j at %s: %s; retrying each call for up to %g s", self.uri, _flat(exc),
+                         self._retry.seconds)
         retries.note(retries.Retry(self.uri, schedule.attempts, f"{type(exc).__name__}: {_flat(exc)}", wait))
         return wait
 
@@ -1342,7 +1350,8 @@ class Neo4jStore(_Neo4jCore):
                     with session.begin_transaction() as tx:
                         value = _run_body(tx, step.body)
                         tx.commit()
-                    return value
+                self._failing = False
+                return value
             except Exception as exc:  # noqa: BLE001 - _after_failure re-raises what it does not retry
                 time.sleep(self._after_failure(exc, schedule))
 
@@ -1524,7 +1533,8 @@ class AsyncNeo4jStore(_Neo4jCore):
                     async with await session.begin_transaction() as tx:
                         value = await _arun_body(tx, step.body)
                         await tx.commit()
-                    return value
+                self._failing = False
+                return value
             except Exception as exc:  # noqa: BLE001 - _after_failure re-raises what it does not retry
                 await asyncio.sleep(self._after_failure(exc, schedule))
 

@@ -14,7 +14,7 @@ _WORDS = ("shipment warehouse invoice budget deadline review meeting supplier co
 _ZH = "预算 会议 合同 供应商 发票 上线 设计 客户 审计 招聘 办公室 出差 晚餐 培训 路线图".split()
 
 
-def light_memory(path: str, **kwargs: Any) -> Any:
+def light_memory(path: str | None, **kwargs: Any) -> Any:
     from extractors import GazetteerExtractor
     from ripple import Memory
     from ripple.embedding import HashEmbedder
