@@ -43,6 +43,23 @@ def _store(folder: Path, n: int = 60) -> Path:
     return folder / "ripple.db"
 
 
+def _damage(db: Path, *statements: str) -> None:
+    """Change the store file behind ripple's back (as another program, or a bad restore, would)."""
+    con = sqlite3.connect(db)
+    for sql in statements:
+        con.execute(sql)
+    con.commit()
+    con.close()
+
+
+def _before(folder: Path) -> tuple[object, ...]:
+    s = SQLiteStore(folder)
+    try:
+        return _view(s)
+    finally:
+        s.close()
+
+
 def _view(store: SQLiteStore) -> tuple[object, ...]:
     return (sorted(store.postings("u1", TERMS)), store.lexical_stats("u1", TERMS),
             [e.id for e in store.get_entities("u1", ["dana whitfield", "张伟"])],
@@ -96,13 +113,8 @@ def test_corrupt_pages_are_damage_on_open_or_first_read(tmp_path: Path) -> None:
 
 def test_a_lost_postings_table_is_reported_then_rebuilt_exactly(tmp_path: Path) -> None:
     db = _store(tmp_path)
-    s = SQLiteStore(tmp_path)
-    before = _view(s)
-    s.close()
-    con = sqlite3.connect(db)
-    con.execute("DROP TABLE postings")
-    con.commit()
-    con.close()
+    before = _before(tmp_path)
+    _damage(db, "DROP TABLE postings")
     with pytest.raises(StoreDamaged, match=r"lost its postings table.*ripple reindex"):
         SQLiteStore(tmp_path)
     out = _cli(tmp_path, "doctor")
@@ -118,21 +130,25 @@ def test_a_lost_postings_table_is_reported_then_rebuilt_exactly(tmp_path: Path) 
     assert _cli(tmp_path, "doctor").returncode == 0
 
 
+def test_a_lost_primary_table_is_loss_not_rebuilt(tmp_path: Path) -> None:
+    _damage(_store(tmp_path), "DROP TABLE edges")
+    with pytest.raises(StoreDamaged, match="lost its edges table.*restore the store from a backup"):
+        SQLiteStore(tmp_path)
+    s = SQLiteStore(tmp_path, maintenance=True)
+    with pytest.raises(StoreDamaged, match="nothing to rebuild"):
+        s.reindex()
+    assert any(f.level == "error" and "edges" in f.message for f in s.check())
+    s.close()
+
+
 def test_damaged_derived_rows_are_found_and_rebuilt(tmp_path: Path) -> None:
     """Rows of every derived table deleted, changed or invented: check() names each table, reindex fixes all."""
     db = _store(tmp_path)
-    s = SQLiteStore(tmp_path)
-    before = _view(s)
-    s.close()
-    con = sqlite3.connect(db)
-    con.execute("DELETE FROM postings WHERE term = 'dana' AND memory_id = 'm_0'")
-    con.execute("UPDATE term_df SET df = df + 3 WHERE term = '北京'")
-    con.execute("UPDATE lexical_totals SET n_docs = 1")
-    con.execute("DELETE FROM aliases WHERE alias = 'dana whitfield'")
-    con.execute("INSERT INTO aliases VALUES ('ghost', 'x', 'e_none')")
-    con.execute("UPDATE entities SET degree = 0")
-    con.commit()
-    con.close()
+    before = _before(tmp_path)
+    _damage(db, "DELETE FROM postings WHERE term = 'dana' AND memory_id = 'm_0'",
+            "UPDATE term_df SET df = df + 3 WHERE term = '北京'", "UPDATE lexical_totals SET n_docs = 1",
+            "DELETE FROM aliases WHERE alias = 'dana whitfield'", "INSERT INTO aliases VALUES ('ghost', 'x', 'e_none')",
+            "UPDATE entities SET degree = 0")
     s = SQLiteStore(tmp_path)
     bad = {f.area for f in s.check() if f.level == "error"}
     assert bad == {"postings", "term_df", "lexical_totals", "aliases", "degrees"}
@@ -155,17 +171,11 @@ def test_vectors_of_another_dimension_are_reported(tmp_path: Path) -> None:
 
 def test_not_a_ripple_store_and_a_bad_schema_version_are_schema_errors(tmp_path: Path) -> None:
     other = tmp_path / "other.db"
-    con = sqlite3.connect(other)
-    con.execute("CREATE TABLE invoices (id INTEGER)")
-    con.commit()
-    con.close()
+    _damage(other, "CREATE TABLE invoices (id INTEGER)")
     with pytest.raises(SchemaError, match="not a ripple store"):
         SQLiteStore(other)
     db = _store(tmp_path / "s")
-    con = sqlite3.connect(db)
-    con.execute("UPDATE meta SET value = 'four' WHERE key = 'schema_version'")
-    con.commit()
-    con.close()
+    _damage(db, "UPDATE meta SET value = 'four' WHERE key = 'schema_version'")
     with pytest.raises(SchemaError, match="'four', not a number"):
         SQLiteStore(db)
 
