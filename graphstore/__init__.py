@@ -27,6 +27,7 @@ from .protocol import (
     SupportsBatchEntitySearch,
     SupportsBatchMemorySearch,
     SupportsCypher,
+    SupportsMaintenance,
 )
 from .records import (
     EDGE_MENTIONS,
@@ -37,6 +38,7 @@ from .records import (
     EDGE_TYPES,
     EdgeRecord,
     EntityRecord,
+    Finding,
     MemoryRecord,
     Neighbor,
     WriteBatch,
@@ -67,6 +69,8 @@ __all__ = [
     "Credentials",
     "InProcessStore",
     "SupportsCypher",
+    "SupportsMaintenance",
+    "Finding",
     "SupportsBatchEntitySearch",
     "SupportsBatchMemorySearch",
 ]
@@ -90,31 +94,42 @@ class Credentials:
 
 @overload
 def open_store(uri: str | os.PathLike[str], *, asynchronous: Literal[False] = False,
-               credentials: Credentials | None = None, create: bool = True, **options: Any) -> GraphStore: ...
+               credentials: Credentials | None = None, create: bool = True, retry_seconds: float | None = None,
+               maintenance: bool = False, **options: Any) -> GraphStore: ...
 @overload
 def open_store(uri: str | os.PathLike[str], *, asynchronous: Literal[True],
-               credentials: Credentials | None = None, create: bool = True, **options: Any) -> AsyncGraphStore: ...
+               credentials: Credentials | None = None, create: bool = True, retry_seconds: float | None = None,
+               maintenance: bool = False, **options: Any) -> AsyncGraphStore: ...
 def open_store(
     uri: str | os.PathLike[str],
     *,
     asynchronous: bool = False,
     credentials: Credentials | None = None,
     create: bool = True,
+    retry_seconds: float | None = None,
+    maintenance: bool = False,
     **options: Any,
 ) -> GraphStore | AsyncGraphStore:
     """Open the store a URI names (see the module docstring): the one place that knows the backends.
 
     ``asynchronous=True`` returns an :class:`AsyncGraphStore`: Neo4j through the
     driver's native async API, the embedded store through worker threads
-    (:class:`~graphstore.threaded.ThreadedAsyncStore`).  ``credentials`` are
-    for server stores; ``create=False`` makes a missing embedded store an
-    error (a server's database always exists); ``options`` go to the backend's
-    constructor.
+    (:class:`~graphstore.threaded.ThreadedAsyncStore`).  ``credentials`` and
+    ``retry_seconds`` (how long a call retries an unreachable server before
+    :class:`~ripple.errors.StoreUnavailable`) are for server stores;
+    ``create=False`` makes a missing embedded store an error (a server's
+    database always exists).  ``maintenance=True`` opens an existing store as
+    it is, even damaged, for :class:`SupportsMaintenance` (``ripple doctor``/
+    ``reindex``): nothing is created or migrated.  ``options`` go to the
+    backend's constructor.
     """
     text = os.fspath(uri)
     if is_neo4j_uri(text):
         creds = credentials or Credentials()
-        kwargs = {"user": creds.user, "password": creds.password, "database": creds.database, **options}
+        kwargs = {"user": creds.user, "password": creds.password, "database": creds.database,
+                  "maintenance": maintenance, **options}
+        if retry_seconds is not None:
+            kwargs["retry_seconds"] = retry_seconds
         if asynchronous:
             from .neo4j import AsyncNeo4jStore
 
@@ -135,7 +150,7 @@ def open_store(
         raise ConfigError(f"unknown store URI scheme in {text!r}: use a folder path, sqlite://, memory://, bolt:// or neo4j://")
     from .sqlite import SQLiteStore
 
-    store = cast(GraphStore, SQLiteStore(text, create=create, **options))
+    store = cast(GraphStore, SQLiteStore(text, create=create, maintenance=maintenance, **options))
     return as_async(store) if asynchronous else store
 
 

@@ -15,9 +15,9 @@ index (Neo4j's HNSW) and is expected to be exact on small data.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Literal, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Literal, Protocol, Sequence, runtime_checkable
 
-from .records import EdgeRecord, EntityRecord, MemoryRecord, Neighbor, WriteBatch
+from .records import EdgeRecord, EntityRecord, Finding, MemoryRecord, Neighbor, WriteBatch
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +28,7 @@ __all__ = [
     "SupportsBatchEntitySearch",
     "SupportsBatchMemorySearch",
     "SupportsCypher",
+    "SupportsMaintenance",
     "InProcessStore",
     "ACTIVE",
     "SUPERSEDED",
@@ -295,3 +296,26 @@ class InProcessStore(Protocol):
     encoded beside its reads instead."""
 
     in_process: Literal[True]
+
+
+@runtime_checkable
+class SupportsMaintenance(Protocol):
+    """Optional: check a store and rebuild the indexes it derives from the memories
+    (``ripple doctor`` and ``ripple reindex``; the embedded store and Neo4j).
+
+    Derived indexes are what a store keeps beside the memories and entities so
+    that recall is fast: lexical postings and their totals, alias lookups,
+    entity degrees, vector caches.  They can always be rebuilt from the
+    memories, entities and edges, which cannot be rebuilt from anything.
+    """
+
+    def check(self) -> list[Finding]:
+        """Read-only: one finding per area (schema, integrity, each derived index, vectors, counts)."""
+        ...
+
+    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Rebuild every derived index from the memories, one user per transaction; counts of rows written.
+
+        ``progress(done, total)`` is called after each user with memories done so far.
+        """
+        ...

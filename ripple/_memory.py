@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, TypeVar, cast
 
-from graphstore import AsyncGraphStore, Credentials, GraphStore, InProcessStore, as_async, open_store
+from graphstore import AsyncGraphStore, GraphStore, InProcessStore, as_async, open_store, retries
 
 from . import _operations as ops
 from . import _validate as check
@@ -29,7 +29,7 @@ from ._lifecycle import LifecycleConfig
 from ._requests import LocalRequest, Op, Prepare
 from ._runtime import Runtime
 from ._shape import exported
-from .errors import ConfigError
+from .errors import ConfigError, RippleError
 from .limits import Limits
 from .models import AddItem, Document, Fact, ImportReport, MemoryRecord, RecallResult
 from .recall.config import RecallConfig
@@ -100,10 +100,9 @@ class _Client:
     def _open(self, spec: "str | GraphStore | AsyncGraphStore", asynchronous: bool,
               create: bool) -> "GraphStore | AsyncGraphStore":
         if isinstance(spec, str):
-            creds = Credentials(self.settings.neo4j_user, self.settings.neo4j_password, self.settings.neo4j_database)
             if asynchronous:
-                return open_store(spec, asynchronous=True, credentials=creds, create=create)
-            return open_store(spec, credentials=creds, create=create)
+                return open_store(spec, asynchronous=True, create=create, **self.settings.store_options())
+            return open_store(spec, create=create, **self.settings.store_options())
         if asynchronous:
             return as_async(spec)
         if isinstance(spec, AsyncGraphStore):
@@ -213,12 +212,21 @@ class Memory(_Client):
             self._store.close()
 
     def _drive(self, op: Op[T]) -> T:
-        """Run an operation: store requests as plain calls, model work here."""
+        """Run an operation: store requests as plain calls, model work here.
+
+        A ripple error of a request is raised inside the operation, at its
+        ``yield``: the operation decides (a recall survives a failed touch).
+        """
         store, runtime = self._store, self._runtime
         try:
             req = next(op)
             while True:
-                req = op.send(req.run(runtime) if isinstance(req, LocalRequest) else req.call(store))
+                try:
+                    value = req.run(runtime) if isinstance(req, LocalRequest) else req.call(store)
+                except RippleError as exc:
+                    req = op.throw(exc)
+                else:
+                    req = op.send(value)
         except StopIteration as stop:
             return cast(T, stop.value)
 
@@ -298,8 +306,9 @@ class Memory(_Client):
         version of a hit next to it, oldest first.  ``touch`` counts the hits
         as used (which keeps them in the hot forgetting tier).
         """
-        with one_blas_thread():
-            return self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history))
+        with one_blas_thread(), retries.recording() as retried:
+            result = self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history))
+        return ops.with_store_retries(result, retried)
 
     def maintain(self, *, user_id: str, now: datetime | None = None) -> dict[str, int]:
         """A maintenance pass: how many of a user's memories are in each forgetting tier now.
@@ -437,11 +446,15 @@ class AsyncMemory(_Client):
         try:
             req = next(op)
             while True:
-                if isinstance(req, LocalRequest):
-                    value = await _thread(req.run, runtime)
+                try:
+                    if isinstance(req, LocalRequest):
+                        value = await _thread(req.run, runtime)
+                    else:
+                        value = await req.acall(store)
+                except RippleError as exc:
+                    req = op.throw(exc)
                 else:
-                    value = await req.acall(store)
-                req = op.send(value)
+                    req = op.send(value)
         except StopIteration as stop:
             return cast(T, stop.value)
 
@@ -506,8 +519,9 @@ class AsyncMemory(_Client):
                      config: RecallConfig | None = None, touch: bool = True,
                      include_history: bool = False) -> RecallResult:
         """The ``k`` memories most related to ``query`` (see :meth:`Memory.recall`)."""
-        with one_blas_thread():
-            return await self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history))
+        with one_blas_thread(), retries.recording() as retried:
+            result = await self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history))
+        return ops.with_store_retries(result, retried)
 
     async def maintain(self, *, user_id: str, now: datetime | None = None) -> dict[str, int]:
         """See :meth:`Memory.maintain`."""

@@ -9,6 +9,7 @@ work) and returns the public result.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -36,20 +37,24 @@ from . import _validate as check
 from ._lifecycle import LifecycleConfig
 from ._requests import Op, Prepare, PrepareQuery
 from ._shape import recall_result, to_model
-from .errors import InvalidInput, MemoryNotFound
+from .errors import InvalidInput, MemoryNotFound, StoreError
 from .limits import Limits, exceeded
-from .models import ImportReport, MemoryRecord, RecallHit, RecallResult, RecallTrace, as_utc
+from .models import ImportReport, MemoryRecord, RecallHit, RecallResult, RecallTrace, StageTrace, as_utc
 from .recall.config import RecallConfig
 from .recall.merge import tier_of
 from .recall.pipeline import recall_plan
 from .recall.recipes import RECIPES
 
 if TYPE_CHECKING:
+    from graphstore.retries import Retry
+
     from ._ingest import Prepared
 
 __all__ = ["OpContext", "get", "get_record", "add_chunk", "update", "delete", "delete_all", "forget", "pin",
-           "history", "maintain", "get_all", "recall", "export", "import_records", "stats", "users", "cypher"]
+           "history", "maintain", "get_all", "recall", "with_store_retries", "export", "import_records", "stats", "users",
+           "cypher"]
 
+_log = logging.getLogger("ripple")
 _MAX_VERSIONS = 50  # hops followed along SUPERSEDES edges
 _PAGE = 5_000  # memories per page when a maintenance pass walks a user's memories
 
@@ -267,8 +272,42 @@ def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: 
     if include_history and result.hits:
         result = yield from _with_history(result, plan.records, user_id)
     if touch and result.hits:
-        yield Touch([h.memory.id for h in result.hits], ctx.clock())
+        t1 = time.perf_counter()
+        try:
+            yield Touch([h.memory.id for h in result.hits], ctx.clock())
+        except StoreError as exc:  # counting the hits as used is not worth failing the recall for
+            _warn_once("touch", "recall could not record its hits as used (the recall itself is fine): %s", exc)
+            result = _with_stage(result, StageTrace(name="touch", ms=(time.perf_counter() - t1) * 1000.0,
+                                                    size=len(result.hits), detail={"error": _one_line(exc)}))
     return result
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(kind: str, message: str, exc: BaseException) -> None:
+    """Log a degraded-but-working condition once per process and kind (then at debug level)."""
+    level = logging.DEBUG if kind in _WARNED else logging.WARNING
+    _WARNED.add(kind)
+    _log.log(level, message, _one_line(exc))
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
+def _with_stage(result: RecallResult, stage: StageTrace) -> RecallResult:
+    trace = result.trace.model_copy(update={"stages": (*result.trace.stages, stage)})
+    return result.model_copy(update={"trace": trace})
+
+
+def with_store_retries(result: RecallResult, retried: Sequence[Retry]) -> RecallResult:
+    """The result with a ``store_retries`` stage when its store calls had to be retried (a slow store)."""
+    if not retried:
+        return result
+    detail = {"stores": sorted({r.store for r in retried}), "errors": [r.error for r in retried[:5]]}
+    return _with_stage(result, StageTrace(name="store_retries", ms=sum(r.wait_s for r in retried) * 1000.0,
+                                          size=len(retried), detail=detail))
 
 
 # -------------------------------------------------------------------------------------------- housekeeping

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import contextvars
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
@@ -190,7 +191,9 @@ class Runtime:
         elif needs_vectors(config):
             # A server store (Neo4j) reads over a socket with the GIL released: the encoder
             # runs in a worker thread meanwhile, and the plan collects it (CollectQueryVectors).
-            pending = self._pool().submit(self.query_vectors, query, user_id, dense_search(k, config))
+            # (in a copy of this context: a store's retries are recorded for the caller's trace)
+            pending = self._pool().submit(contextvars.copy_context().run, self.query_vectors, query, user_id,
+                                          dense_search(k, config))
         keys: list[str] = []
         if config.seed.query_entities > 0:
             keys = [e.key for e in self.extractor.extract_many([query])[0].entities]

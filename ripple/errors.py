@@ -14,7 +14,8 @@
     │   └── StepMismatch       a task state check failed ("expected step 3, got step 5")
     ├── PermissionDenied       the agent's role in a scope does not allow the write
     ├── StoreError             the backend failed; the original error is chained
-    │   ├── StoreUnavailable   cannot open/connect (locked file, Neo4j down)
+    │   ├── StoreUnavailable   cannot open, connect or write for now (locked file, full disk, Neo4j down)
+    │   ├── StoreDamaged       the store's files are damaged (empty, truncated, not a database, an index lost)
     │   └── SchemaError        the store's schema is newer/older than this ripple
     └── ExtractionError        the write path could not analyse a text
         └── ModelNotInstalled  a model package is missing (message says what to install)
@@ -37,6 +38,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "SchemaError",
+    "StoreDamaged",
     "ExtractionError",
     "ModelNotInstalled",
     "LimitExceeded",
@@ -89,7 +91,13 @@ class StoreError(RippleError):
 
 
 class StoreUnavailable(StoreError):
-    """The store cannot be opened or reached."""
+    """The store cannot be opened, reached or written for now (locked, full disk, server down): retry later."""
+
+
+class StoreDamaged(StoreError):
+    """The store's files are damaged: an empty or truncated file, a header that is not a database's,
+    a lost table or index.  Nothing is repaired silently: ``ripple doctor`` says what is wrong and
+    ``ripple reindex`` rebuilds the indexes derived from the memories."""
 
 
 class SchemaError(StoreError):

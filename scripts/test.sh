@@ -19,7 +19,23 @@ if [ "${RIPPLE_TEST_NEO4J:-1}" = "1" ]; then
     export RIPPLE_TEST_NEO4J_PASSWORD="${RIPPLE_NEO4J_PASSWORD:-ripple-dev-password}"
     export RIPPLE_TEST_NEO4J_HTTP_URL="${RIPPLE_TEST_NEO4J_HTTP_URL:-http://127.0.0.1:$RIPPLE_NEO4J_HTTP_PORT}"
 fi
-cleanup() { if [ "$started" = "1" ]; then scripts/neo4j.sh stop || true; fi; }
+# A second server for tests/faults/test_neo4j_outage.py, which stops and starts it (never the main
+# one). Started in the background now, it is ready by the time that test runs.
+export RIPPLE_TEST_FAULT_NEO4J_PORT="${RIPPLE_TEST_FAULT_NEO4J_PORT:-7688}"
+export RIPPLE_TEST_FAULT_NEO4J_HOME="${RIPPLE_TEST_FAULT_NEO4J_HOME:-$ROOT/.neo4j-faults}"
+fault_neo4j() {
+    env -u RIPPLE_NEO4J_HTTP_PORT RIPPLE_NEO4J_PORT="$RIPPLE_TEST_FAULT_NEO4J_PORT" \
+        RIPPLE_NEO4J_HOME="$RIPPLE_TEST_FAULT_NEO4J_HOME" scripts/neo4j.sh "$@"
+}
+fault_started=0
+if [ "${RIPPLE_TEST_NEO4J:-1}" = "1" ] && ! fault_neo4j status >/dev/null 2>&1; then
+    fault_neo4j start >/dev/null 2>&1 &
+    fault_started=1
+fi
+cleanup() {
+    if [ "$started" = "1" ]; then scripts/neo4j.sh stop || true; fi
+    if [ "$fault_started" = "1" ]; then wait || true; fault_neo4j stop >/dev/null 2>&1 || true; fi
+}
 trap cleanup EXIT
 set +e
 python -m pytest "$@"

@@ -67,6 +67,14 @@ def _damaged_store(tmp_path: Path, sql: str) -> Path:
     return path
 
 
+def _empty_store_file(tmp_path: Path) -> Path:
+    """A store whose file was truncated to 0 bytes (once silently a new, empty store)."""
+    path = tmp_path / "empty"
+    path.mkdir(parents=True)
+    (path / "ripple.db").write_bytes(b"")
+    return path
+
+
 def _session(mem: Memory, **kw: Any) -> Any:
     return mem.session("u1", "s1", **kw)
 
@@ -84,6 +92,7 @@ TRIGGERS: dict[type[E.RippleError], Callable[[Memory, Path], Any]] = {
     E.StoreError: lambda mem, tmp: fast_memory(_damaged_store(tmp, "UPDATE memories SET metadata='{bad'"))
     .get_all(user_id="u1"),
     E.StoreUnavailable: lambda mem, tmp: Memory(store="bolt://127.0.0.1:1", embedder=HashEmbedder(8)),
+    E.StoreDamaged: lambda mem, tmp: fast_memory(_empty_store_file(tmp)),
     E.SchemaError: lambda mem, tmp: fast_memory(_damaged_store(tmp, "UPDATE meta SET value='x1' WHERE key='schema_version'")),
     E.ExtractionError: lambda mem, tmp: Memory(path=str(tmp / "x"), embedder=HashEmbedder(8), extractor=_Failing())
     .add("Dana called.", user_id="u1"),

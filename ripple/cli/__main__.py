@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "forget": ("ripple.cli.cmd_forget", "invalidate a memory (by id, or the best match of --query)"),
     "maintain": ("ripple.cli.cmd_maintain", "forgetting tiers of a user's memories now"),
     "stats": ("ripple.cli.cmd_stats", "counts of memories, entities and edges"),
+    "doctor": ("ripple.cli.cmd_doctor", "check a store: schema, integrity, derived indexes, vectors, counts"),
+    "reindex": ("ripple.cli.cmd_reindex", "rebuild a store's derived indexes (postings, aliases, degrees) from its memories"),
     "export": ("ripple.cli.cmd_export", "write a user's graph as JSONL"),
     "import": ("ripple.cli.cmd_import", "load a JSONL export into the store"),
     "bench": ("ripple.cli.cmd_bench", "run the benchmark harness (python -m benchmarks)"),
