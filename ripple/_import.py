@@ -121,19 +121,10 @@ class _State:
 
 def _parse(raw: Any) -> Mapping[str, Any]:
     """A record as a mapping: a dict, or one JSON line (str or UTF-8 bytes) holding an object."""
-    if isinstance(raw, (bytes, bytearray)):
-        try:
-            raw = bytes(raw).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _Refused(f"not UTF-8 (byte {raw[exc.start]:#04x} at {exc.start})") from None
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
-            raise _Refused(f"not JSON ({str(exc)[:120]})") from None
-    if not isinstance(raw, Mapping):
-        raise _Refused(f"a record must be a JSON object, not {type(raw).__name__}")
-    return raw
+    try:
+        return check.json_record(raw)
+    except InvalidInput as exc:
+        raise _Refused(str(exc)) from None
 
 
 def _validated(obj: Mapping[str, Any], state: _State) -> BaseModel:

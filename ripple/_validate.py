@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["items", "item", "user", "query", "memory_id", "session", "limit", "when", "from_validation",
            "text", "identifier", "json_tree", "json_value", "short", "timestamp", "utc", "unicode", "MIN_TIMESTAMP", "MAX_TIMESTAMP",
-           "DEFAULT_LIMITS", "MAX_LIMIT"]
+           "DEFAULT_LIMITS", "MAX_LIMIT", "json_record"]
 
 DEFAULT_LIMITS = Limits()
 #: Event times ripple stores: every instant whose UTC date lies in years 1..9999 (what ``datetime`` holds).
@@ -176,6 +176,24 @@ def utc(value: datetime, what: str) -> datetime:
     except (OverflowError, ValueError, OSError) as exc:
         raise InvalidInput(f"{what} {value.isoformat()} is outside years 1..9999 in UTC ({exc})") from None
     return out
+
+
+def json_record(raw: Any) -> Mapping[str, Any]:
+    """A record given as a mapping, or as one JSON line (``str`` or UTF-8 ``bytes``) holding an object
+    (a line of ``add --file`` or of an export being imported)."""
+    if isinstance(raw, (bytes, bytearray)):
+        try:
+            raw = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"not UTF-8 (byte {raw[exc.start]:#04x} at {exc.start})") from None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            raise InvalidInput(f"not JSON ({str(exc)[:120]})") from None
+    if not isinstance(raw, Mapping):
+        raise InvalidInput(f"a record must be a JSON object, not {type(raw).__name__}")
+    return raw
 
 
 # -------------------------------------------------------------------------------------------- call checks

@@ -7,7 +7,6 @@ crash: the command says which file (and line) in one line and exits 2.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import IO, Any, BinaryIO, Iterator
 
@@ -42,17 +41,12 @@ def open_output(path: str) -> IO[str]:
 
 def json_objects(stream: BinaryIO, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` of each non-blank JSON line; the first bad line raises, naming it."""
+    from ripple._validate import json_record
+
     for n, raw in enumerate(stream, start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidInput(f"{name}:{n}: not UTF-8 (byte {raw[exc.start]:#04x} at {exc.start})") from None
-        if not line.strip():
+        if not raw.strip():
             continue
         try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            raise InvalidInput(f"{name}:{n}: not JSON ({str(exc)[:120]})") from None
-        if not isinstance(obj, dict):
-            raise InvalidInput(f"{name}:{n}: each line must be a JSON object, not {type(obj).__name__}")
-        yield n, obj
+            yield n, dict(json_record(raw))
+        except InvalidInput as exc:
+            raise InvalidInput(f"{name}:{n}: {exc}") from None
