@@ -21,7 +21,7 @@ if [ "${RIPPLE_TEST_NEO4J:-1}" = "1" ]; then
 fi
 # A second server for tests/faults/test_neo4j_outage.py, which stops and starts it (never the main
 # one). Started in the background now, it is ready by the time that test runs.
-export RIPPLE_TEST_FAULT_NEO4J_PORT="${RIPPLE_TEST_FAULT_NEO4J_PORT:-7688}"
+export RIPPLE_TEST_FAULT_NEO4J_PORT="${RIPPLE_TEST_FAULT_NEO4J_PORT:-7689}"
 export RIPPLE_TEST_FAULT_NEO4J_HOME="${RIPPLE_TEST_FAULT_NEO4J_HOME:-$ROOT/.neo4j-faults}"
 fault_neo4j() {
     env -u RIPPLE_NEO4J_HTTP_PORT RIPPLE_NEO4J_PORT="$RIPPLE_TEST_FAULT_NEO4J_PORT" \

@@ -1,7 +1,7 @@
 """Neo4j stopped and started again under writes: nothing acknowledged is lost, waits are bounded.
 
 This test stops and starts a Neo4j server of its own (``scripts/neo4j.sh`` with
-``RIPPLE_TEST_FAULT_NEO4J_PORT``/``_HOME``, default 7688 and ``.neo4j-faults``; the suite's
+``RIPPLE_TEST_FAULT_NEO4J_PORT``/``_HOME``, default 7689 and ``.neo4j-faults``; the suite's
 main server is never touched).  ``scripts/test.sh`` starts it in the background at the
 beginning of the run, so only the restart costs time here.
 
@@ -38,7 +38,7 @@ from tests.faults.procs import ROOT, child_env
 # (a hang guard well above the slowest run seen on the loaded machine: 4 minutes with the server's start)
 pytestmark = [pytest.mark.neo4j, pytest.mark.timeout(1800)]
 
-PORT = os.environ.get("RIPPLE_TEST_FAULT_NEO4J_PORT", "7688")
+PORT = os.environ.get("RIPPLE_TEST_FAULT_NEO4J_PORT", "7689")
 HOME = os.environ.get("RIPPLE_TEST_FAULT_NEO4J_HOME", str(ROOT / ".neo4j-faults"))
 PASSWORD = os.environ.get("RIPPLE_TEST_NEO4J_PASSWORD", "ripple-dev-password")
 URI = f"bolt://127.0.0.1:{PORT}"
