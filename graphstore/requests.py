@@ -28,7 +28,7 @@ from .protocol import (
     SupportsBatchMemorySearch,
     SupportsCypher,
 )
-from .records import EdgeRecord, EntityRecord, MemoryRecord, Neighbor, WriteBatch
+from .records import DocumentRecord, EdgeRecord, EntityRecord, MemoryRecord, Neighbor, WriteBatch
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,6 +49,7 @@ __all__ = [
     "Users",
     "NearestMemories",
     "NearestMemoriesBatch",
+    "NearestEntities",
     "NearestEntitiesBatch",
     "LexicalStats",
     "Postings",
@@ -57,6 +58,8 @@ __all__ = [
     "Expand",
     "GetDocument",
     "PutDocument",
+    "Documents",
+    "RestoreDocuments",
     "Export",
     "Stats",
     "Cypher",
@@ -226,6 +229,17 @@ class NearestMemories(StoreRequest[list[tuple[str, float]]]):
 
 
 @dataclass(frozen=True, slots=True)
+class NearestEntities(StoreRequest[list[tuple[str, float]]]):
+    user_id: str
+    vector: "np.ndarray"
+    k: int
+    method: ClassVar[str] = "nearest_entities"
+
+    def call(self, store: GraphStore) -> list[tuple[str, float]]:
+        return store.nearest_entities(self.user_id, self.vector, self.k)
+
+
+@dataclass(frozen=True, slots=True)
 class NearestMemoriesBatch(StoreRequest[list[list[tuple[str, float]]]]):
     """Nearest memories of many vectors (near-duplicate checks on ingest): one call when the store
     can (:class:`~graphstore.SupportsBatchMemorySearch`), else one search per vector."""
@@ -348,6 +362,24 @@ class PutDocument(StoreRequest[tuple[bool, int]]):
     def call(self, store: GraphStore) -> tuple[bool, int]:
         return store.put_document(self.user_id, self.key, self.value_json, expected_version=self.expected_version,
                                   at=self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class Documents(StoreRequest[list[DocumentRecord]]):
+    user_id: str
+    method: ClassVar[str] = "documents"
+
+    def call(self, store: GraphStore) -> list[DocumentRecord]:
+        return store.documents(self.user_id)
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreDocuments(StoreRequest[None]):
+    documents: Sequence[DocumentRecord]
+    method: ClassVar[str] = "restore_documents"
+
+    def call(self, store: GraphStore) -> None:
+        return store.restore_documents(self.documents)
 
 
 # ---------------------------------------------------------------------------------------- housekeeping

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["items", "item", "user", "query", "memory_id", "session", "limit", "when", "from_validation",
            "text", "identifier", "json_tree", "json_value", "short", "timestamp", "utc", "unicode", "MIN_TIMESTAMP", "MAX_TIMESTAMP",
-           "DEFAULT_LIMITS", "MAX_LIMIT", "json_record"]
+           "DEFAULT_LIMITS", "MAX_LIMIT", "json_record", "relevance_floor"]
 
 DEFAULT_LIMITS = Limits()
 #: Event times ripple stores: every instant whose UTC date lies in years 1..9999 (what ``datetime`` holds).
@@ -267,6 +267,15 @@ def limit(value: Any) -> int | None:
 def when(value: Any, what: str) -> datetime | None:
     """An optional datetime argument (``now=``), in UTC."""
     return None if value is None else utc(value, what)
+
+
+def relevance_floor(value: Any) -> float:
+    """``min_relevance``: None (no floor) or a number in [0, 1]."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        raise InvalidInput(f"min_relevance must be None or a number between 0 and 1, not {value!r}")
+    return float(value)
 
 
 def query(text_: Any, k: Any, mode: Any, limits: Limits = DEFAULT_LIMITS) -> None:
