@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.datasets import Dataset, default_data_dir
+from benchmarks.datasets import Dataset, Query, default_data_dir
 from ripple.recall.config import RelevanceConfig
 from ripple.recall.relevance import FEATURES, relevance
 
@@ -54,8 +52,9 @@ def collect(ds: Dataset, folder: str, user_now: dict[str, float], k: int, progre
 
     users = sorted({q.user_id for q in ds.queries})
     other = {u: users[(i + 1) % len(users)] for i, u in enumerate(users)}
-    asks = [(q, q.user_id, "own") for q in ds.queries] + [(q, other[q.user_id], "foreign") for q in ds.queries]
-    asks += [(None, u, "off") for u in users for _ in range(1)]
+    asks: list[tuple[Query | None, str, str]] = [(q, q.user_id, "own") for q in ds.queries]
+    asks += [(q, other[q.user_id], "foreign") for q in ds.queries]
+    asks += [(None, u, "off") for u in users]
     clock: list[float | None] = [None]
     rows: list[dict[str, Any]] = []
     with Memory(path=folder, clock=lambda: clock[0] or time.time()) as mem:
@@ -110,7 +109,7 @@ def _relevance(rows: list[dict[str, Any]], w: np.ndarray) -> dict[int, float]:
     return out
 
 
-def weights_config(w: Sequence[float]) -> RelevanceConfig:
+def weights_config(w: "Sequence[float] | np.ndarray") -> RelevanceConfig:
     """The fitted weights (bias last) as a relevance configuration."""
     return RelevanceConfig(**dict(zip(FEATURES, map(float, w[:-1]))), bias=float(w[-1]))
 
@@ -164,27 +163,16 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
-    from benchmarks.loo import _ingest
+    from benchmarks.loo import ingested
     from benchmarks.run import load_datasets
 
     data_args = argparse.Namespace(sizes=[10_000], users=10, seed=0, n_queries=200, limit=None)
     rows: list[dict[str, Any]] = []
     for name in [d.strip() for d in args.dataset.split(",") if d.strip()]:
         (ds,) = list(load_datasets([name], Path(args.data_dir or default_data_dir()), data_args))
-        tmp = None
-        folder = (args.store_cache / name) if args.store_cache else Path(tmp := tempfile.mkdtemp(prefix="ripple-cal-"))
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            marker = folder / "user_now.json"
-            if marker.is_file():
-                user_now = json.loads(marker.read_text())
-            else:
-                user_now = _ingest(ds, str(folder), not args.no_progress)
-                marker.write_text(json.dumps(user_now))
-            rows += collect(ds, str(folder), user_now, args.k, not args.no_progress)
-        finally:
-            if tmp is not None:
-                shutil.rmtree(tmp, ignore_errors=True)
+        cache = args.store_cache / name if args.store_cache else None
+        with ingested(ds, cache, not args.no_progress) as (folder, user_now):
+            rows += collect(ds, folder, user_now, args.k, not args.no_progress)
     users = sorted({r["asked_of"] for r in rows})
     folds = []
     for user in users:

@@ -31,7 +31,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from benchmarks.datasets import Dataset, Query, default_data_dir, iter_doc_chunks
 from benchmarks.metrics import recall_at
@@ -116,6 +117,26 @@ def _ingest(ds: Dataset, folder: str, progress: bool) -> dict[str, float]:
                     now[d.user_id] = max(now.get(d.user_id, float("-inf")), d.at.timestamp())
             bar.update(len(chunk))
     return now
+
+
+@contextmanager
+def ingested(ds: Dataset, cache: Path | None, progress: bool) -> Iterator[tuple[str, dict[str, float]]]:
+    """The dataset stored once: in ``cache`` (reused by later runs) or in a temporary folder removed
+    afterwards; yields the folder and each user's present (see :func:`_ingest`)."""
+    tmp = None
+    folder = cache if cache is not None else Path(tmp := tempfile.mkdtemp(prefix=f"ripple-{ds.name}-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        marker = folder / "user_now.json"
+        if marker.is_file():
+            user_now = json.loads(marker.read_text())
+        else:
+            user_now = _ingest(ds, str(folder), progress)
+            marker.write_text(json.dumps(user_now))
+        yield str(folder), user_now
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def evaluate(ds: Dataset, candidates: Mapping[str, Any], *, folder: str, user_now: Mapping[str, float],
@@ -217,23 +238,8 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     candidates = dict(parse_candidate(s.strip()) for s in args.candidates.split("|") if s.strip())
     data_args = argparse.Namespace(sizes=[10_000], users=10, seed=0, n_queries=200, limit=None)
     (ds,) = list(load_datasets([args.dataset], Path(args.data_dir or default_data_dir()), data_args))
-    tmp = None
-    folder = args.store_cache
-    if folder is None:
-        tmp = tempfile.mkdtemp(prefix=f"ripple-loo-{ds.name}-")
-        folder = Path(tmp)
-    try:
-        marker = folder / "user_now.json"
-        if marker.is_file():
-            user_now = json.loads(marker.read_text())
-        else:
-            user_now = _ingest(ds, str(folder), not args.no_progress)
-            marker.write_text(json.dumps(user_now))
-        results = evaluate(ds, candidates, folder=str(folder), user_now=user_now, k=args.k,
-                           progress=not args.no_progress)
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+    with ingested(ds, args.store_cache, not args.no_progress) as (folder, user_now):
+        results = evaluate(ds, candidates, folder=folder, user_now=user_now, k=args.k, progress=not args.no_progress)
     tab = table(results)
     loo = loo_choice(results) if len(candidates) > 1 else None
     print(markdown(tab, loo))

@@ -405,7 +405,7 @@ METHODS: dict[str, Callable[[], Method]] = {
     # ablations (ripple.recall.recipes.ABLATIONS): each switches one part of the default plan off
     **{f"ripple-{name}": (lambda name=name: RippleMethod("ripple", name=f"ripple-{name}", recipe=name))
        for name in ("nospread", "nosession", "noentity", "nodamping", "nolate", "timedecay", "nospeaker",
-                    "notitle", "nowhen", "nolength", "rerank", "sessionppr", "samelex")},
+                    "notitle", "nowhen", "notimeanswer", "nolength", "rerank", "sessionppr", "samelex")},
     # the memory lifecycle (issue #5) off: no dedup, supersede, retraction or correction on the write path,
     # no confidence or forgetting tiers in the merge
     "ripple-nolifecycle": lambda: RippleMethod(

@@ -20,7 +20,7 @@ import calendar
 import re
 from datetime import date, datetime, timedelta
 
-__all__ = ["DateRange", "resolve_times", "query_times", "overlaps"]
+__all__ = ["DateRange", "resolve_times", "query_times", "overlaps", "asks_when"]
 
 DateRange = tuple[date, date]
 
@@ -269,3 +269,22 @@ def query_times(text: str, now: datetime | date) -> list[DateRange]:
 
 def overlaps(a: DateRange, b: DateRange) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
+
+
+_ASKS_WHEN = re.compile(
+    r"\b(?:when|what (?:time|date|day|year|month)|which (?:day|date|year|month|week)|how long ago|since when|"
+    r"by when|until when)\b|什么时候|啥时候|哪天|哪一天|几号|几月|几点|何时|哪年|哪一年|多久以前",
+    re.IGNORECASE,
+)
+
+
+def asks_when(text: str) -> bool:
+    """Whether a question asks for a time ("When is the deadline?", "展会是哪天？"): its answer is a
+    memory that names one.
+
+    >>> asks_when("When is the Northwind deadline?"), asks_when("Who approves invoices?")
+    (True, False)
+    >>> asks_when("例会改到几点了？")
+    True
+    """
+    return bool(_ASKS_WHEN.search(text))

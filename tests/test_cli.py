@@ -130,3 +130,8 @@ def test_demo_shows_ripple_vs_flat(capsys: pytest.CaptureFixture[str], embedder,
     ripple_found = int(line.split("ripple ")[1].split("/")[0])
     flat_found = int(line.split("flat ")[1].split("/")[0])
     assert ripple_found > flat_found
+    firsts = line.split("answer first: ")[1]
+    assert int(firsts.split("ripple ")[1].split("/")[0]) > int(firsts.split("flat ")[1].split("/")[0])
+    # the headline question: flat misses the answer, ripple ranks it first (through the Bluebird turn)
+    headline = out.split("Q: When is the Northwind deadline?")[1].split("Q: ")[0]
+    assert "answer at: ripple #1, flat not in top 5" in headline

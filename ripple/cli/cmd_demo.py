@@ -28,6 +28,7 @@ QUERIES: list[tuple[str, str]] = [
     ("Can we hold the client meeting at Dana's house?", "Mei is allergic to cats"),
     ("谁负责联系上海的展会？", "梅负责联系展会"),
     ("How much did the studio spend on equipment?", "new large-format printer"),
+    ("What does the client behind Project Bluebird sell?", "tea importer"),
 ]
 
 
@@ -65,13 +66,17 @@ def run(args: argparse.Namespace, settings: RippleSettings) -> int:
             print(f"(query encoder warmed up in {(time.perf_counter() - t2) * 1000:.0f} ms; not counted below)\n")
             cols = 58
             found = {"ripple": 0, "flat": 0}
+            first = {"ripple": 0, "flat": 0}
             for query, expected in QUERIES:
                 rip = mem.recall(query, user_id=USER, k=args.k, touch=False)
                 flat = mem.recall(query, user_id=USER, k=args.k, mode="flat", touch=False)
                 rcol = _column(rip.texts(), expected, cols)
                 fcol = _column(flat.texts(), expected, cols)
-                found["ripple"] += any(expected in t for t in rip.texts())
-                found["flat"] += any(expected in t for t in flat.texts())
+                ranks = {name: next((i + 1 for i, t in enumerate(res.texts()) if expected in t), None)
+                         for name, res in (("ripple", rip), ("flat", flat))}
+                for name, rank in ranks.items():
+                    found[name] += rank is not None
+                    first[name] += rank == 1
                 print(f"Q: {query}")
                 print(f"   {'ripple':<{cols}} │ flat")
                 for a, b in zip(rcol, fcol):
@@ -80,7 +85,9 @@ def run(args: argparse.Namespace, settings: RippleSettings) -> int:
                     if expected in h.memory.text and h.path:
                         route = " → ".join(s.label or s.edge for s in h.path)
                         print(f"   ripple reached the answer via {h.via}: {route}")
-                print(f"   ({rip.trace.total_ms:.0f} ms ripple, {flat.trace.total_ms:.0f} ms flat)\n")
+                where = ", ".join(f"{name} {f'#{rank}' if rank else f'not in top {args.k}'}" for name, rank in ranks.items())
+                print(f"   answer at: {where} ({rip.trace.total_ms:.0f} ms ripple, {flat.trace.total_ms:.0f} ms flat)\n")
             n = len(QUERIES)
-            print(f"answer in top {args.k}: ripple {found['ripple']}/{n}, flat {found['flat']}/{n}")
+            print(f"answer in top {args.k}: ripple {found['ripple']}/{n}, flat {found['flat']}/{n}; "
+                  f"answer first: ripple {first['ripple']}/{n}, flat {first['flat']}/{n}")
     return 0

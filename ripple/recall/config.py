@@ -296,13 +296,19 @@ class MergeConfig(_Config):
                     " June', 'on 13 October 2023', '2023年7月'); relative times in memories ('last month') are read"
                     " against their own date at ingest (extractors.timeexpr); 0 turns it off",
     )
+    time_answer_weight: float = Field(
+        0.3, ge=0,
+        description="bonus share for memories that name a time when the query asks for one ('When is the deadline?',"
+                    " '哪天'); 0 turns it off",
+    )
     tiers: TierConfig = TierConfig()
     include_statuses: tuple[str, ...] = ("active",)
 
     def has_priors(self) -> bool:
         """True when any prior read from the records changes a score."""
         return bool(self.time_weight or self.recency_cue_weight or self.importance_weight or self.confidence_weight
-                    or self.speaker_weight or self.title_weight or self.when_weight or self.tiers.enabled)
+                    or self.speaker_weight or self.title_weight or self.when_weight
+                    or self.time_answer_weight or self.tiers.enabled)
 
 
 class RelevanceConfig(_Config):

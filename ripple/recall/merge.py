@@ -20,7 +20,7 @@ from .scoring import recency_factor
 if TYPE_CHECKING:
     from datetime import date
 
-__all__ = ["merge_channels", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "when_boosts", "path_to"]
+__all__ = ["merge_channels", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "when_boosts", "time_answer_boosts", "path_to"]
 
 
 def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config: RecallConfig, k: int) -> list[Candidate]:
@@ -82,6 +82,7 @@ def apply_priors(q: QueryInput, cands: list[Candidate], records: Mapping[str, Me
     speaker_boost = speaker_boosts(q.text, cand_records, cfg.speaker_weight)
     title_boost = title_boosts(q.text, cand_records, cfg.title_weight)
     when_boost = when_boosts(q.text, q.now, cand_records, cfg.when_weight)
+    answer_boost = time_answer_boosts(q.text, cand_records, cfg.time_answer_weight)
     for c in cands:
         rec = records[c.id]
         c.importance = rec.importance
@@ -90,7 +91,7 @@ def apply_priors(q: QueryInput, cands: list[Candidate], records: Mapping[str, Me
         c.tier, tier_weight = tier_of(rec, q.now, tiers)
         c.score = c.score * (1.0 - time_w + time_w * c.recency) + cfg.importance_weight * (rec.importance - 0.5)
         c.score *= (1.0 - conf_w + conf_w * rec.confidence) * tier_weight * speaker_boost.get(c.id, 1.0)
-        c.score *= title_boost.get(c.id, 1.0) * when_boost.get(c.id, 1.0)
+        c.score *= title_boost.get(c.id, 1.0) * when_boost.get(c.id, 1.0) * answer_boost.get(c.id, 1.0)
     cands.sort(key=lambda c: (-c.score, c.id))
     return cands, time_w
 
@@ -185,6 +186,23 @@ def when_boosts(query: str, now: float, records: Sequence[MemoryRecord], weight:
         if any(overlaps(a, s) for a in asked for s in spans):
             out[rec.id] = 1.0 + weight
     return out
+
+
+def time_answer_boosts(query: str, records: Sequence[MemoryRecord], weight: float) -> dict[str, float]:
+    """Score multipliers for memories that name a time, when the query asks for one (id -> ``1 + weight``).
+
+    "When is the Northwind deadline?" is answered by a memory that says when
+    ("... has to go live before the trade fair on 14 June"), not by the ones
+    that only share its words; the write path recorded the times each memory
+    names (``metadata["ripple"]["times"]``).  Other questions change nothing.
+    """
+    if weight <= 0 or not records:
+        return {}
+    from extractors.timeexpr import asks_when
+
+    if not asks_when(query):
+        return {}
+    return {rec.id: 1.0 + weight for rec in records if _stored_times(rec)}
 
 
 def _stored_times(rec: MemoryRecord) -> list[tuple["date", "date"]]:

