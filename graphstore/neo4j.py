@@ -76,12 +76,17 @@ against ~16 ms p50 for the index route at 100k memories (recall@10 1.0 on
 clustered low-rank vectors like a sentence model's, with or without
 quantisation; 0.26 on uniformly random 384-d vectors, which no model produces).
 
-Transactions: every :meth:`Neo4jStore.write` is one managed write transaction
-(``session.execute_write``) of a handful of ``UNWIND`` statements, whatever the
-batch size; reads use managed read transactions so a ``neo4j://`` routing URI
-sends them to followers, and one bookmark manager per store keeps a store's
-reads causally after its writes.  Transient errors (deadlocks, leader switches)
-are retried by the driver.  Schema changes cannot share a transaction with data,
+Transactions: every :meth:`Neo4jStore.write` is one write transaction of a
+handful of ``UNWIND`` statements, whatever the batch size; reads run in
+sessions of read access mode so a ``neo4j://`` routing URI sends them to
+followers, and one bookmark manager per store keeps a store's reads causally
+after its writes.  Errors the driver calls retryable (lost connections, leader
+switches, deadlocks) are retried here, each transaction anew, within the store's
+retry budget (``retry_seconds``, 8 s by default; :mod:`graphstore.retries`),
+then :class:`~ripple.errors.StoreUnavailable` says how long it tried.  (The
+driver's own managed retries ran for 30 s, plus connection timeouts: a call to
+a stopped server blocked ~38 s.)  A commit whose outcome is unknown
+(``IncompleteCommit``) is never retried.  Schema changes cannot share a transaction with data,
 so the lazy vector-index creation runs in its own transaction before the write.
 ``delete_user`` is one transaction for a small user; a large one is deleted
 in transactions of at most 5k deletions per step (one transaction for 100k
@@ -97,15 +102,21 @@ driver's sync and async APIs, and differ only in ``await``.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
+import time
 from array import array
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Generator, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Generator, Iterator, Sequence, TypeVar, cast
 
-from ripple.errors import SchemaError, StoreError, StoreUnavailable
+from ripple.errors import RippleError, SchemaError, StoreError, StoreUnavailable
 
+from . import retries
+from .cypher_policy import CypherPlan, plan_of
+from .cypher_policy import check as check_plan
 from .protocol import ACTIVE
 from .records import (
     DocumentRecord,
@@ -118,6 +129,7 @@ from .records import (
     EDGE_TYPES,
     EdgeRecord,
     EntityRecord,
+    Finding,
     MemoryRecord,
     Neighbor,
     WriteBatch,
@@ -125,7 +137,7 @@ from .records import (
 
 if TYPE_CHECKING:
     import numpy as np
-    from neo4j import AsyncDriver, AsyncManagedTransaction, Driver, ManagedTransaction, Record
+    from neo4j import AsyncDriver, AsyncTransaction, Driver, Record, Transaction
 
 __all__ = ["Neo4jStore", "AsyncNeo4jStore", "SCHEMA_VERSION"]
 
@@ -134,15 +146,18 @@ _EXACT_SCAN_BELOW = 2_000  # users with fewer memories (or entities) are searche
 _MAX_CANDIDATES = 20_000  # beyond this many index candidates, scan the user's vectors exactly
 
 T = TypeVar("T")
+_log = logging.getLogger(__name__)
 
 
 # -- plans: operations as generators, no I/O ---------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class _Stmt:
-    """One Cypher statement of a transaction body; the runner sends back its records."""
+    """One Cypher statement of a transaction body; the runner sends back its records (with
+    ``explain``: it runs ``EXPLAIN`` of the statement and sends back ``[CypherPlan]``)."""
 
     cypher: str
     params: dict[str, Any]
+    explain: bool = False
 
 
 _Body = Generator[_Stmt, "list[Record]", T]
@@ -159,7 +174,7 @@ class _Tx:
 _Plan = Generator[_Tx, Any, T]
 
 
-def _run_body(tx: "ManagedTransaction", body: Callable[[], _Body[T]]) -> T:
+def _run_body(tx: "Transaction", body: Callable[[], _Body[T]]) -> T:
     gen = body()
     rows: list[Record] | None = None
     while True:
@@ -167,10 +182,13 @@ def _run_body(tx: "ManagedTransaction", body: Callable[[], _Body[T]]) -> T:
             stmt = gen.send(rows)  # type: ignore[arg-type]
         except StopIteration as done:
             return done.value
-        rows = list(tx.run(stmt.cypher, stmt.params))
+        if stmt.explain:
+            rows = cast("list[Record]", [plan_of(tx.run("EXPLAIN " + stmt.cypher, stmt.params).consume())])
+        else:
+            rows = list(tx.run(stmt.cypher, stmt.params))
 
 
-async def _arun_body(tx: "AsyncManagedTransaction", body: Callable[[], _Body[T]]) -> T:
+async def _arun_body(tx: "AsyncTransaction", body: Callable[[], _Body[T]]) -> T:
     gen = body()
     rows: list[Record] | None = None
     while True:
@@ -178,7 +196,11 @@ async def _arun_body(tx: "AsyncManagedTransaction", body: Callable[[], _Body[T]]
             stmt = gen.send(rows)  # type: ignore[arg-type]
         except StopIteration as done:
             return done.value
-        rows = [r async for r in await tx.run(stmt.cypher, stmt.params)]
+        if stmt.explain:
+            summary = await (await tx.run("EXPLAIN " + stmt.cypher, stmt.params)).consume()
+            rows = cast("list[Record]", [plan_of(summary)])
+        else:
+            rows = [r async for r in await tx.run(stmt.cypher, stmt.params)]
 
 
 def _one(write: bool, cypher: str, params: dict[str, Any]) -> _Tx:
@@ -199,6 +221,11 @@ def _write(cypher: str, **params: Any) -> _Tx:
 
 
 # -- errors -----------------------------------------------------------------------------------
+def _flat(exc: BaseException) -> str:
+    """A driver error's text on one line (its connection errors span several)."""
+    return " ".join(str(exc).split())
+
+
 @contextlib.contextmanager
 def _map_errors(uri: str, *, opening: bool = False) -> Iterator[None]:
     """Turn neo4j driver errors into ripple errors, chained ``from`` the original."""
@@ -212,9 +239,10 @@ def _map_errors(uri: str, *, opening: bool = False) -> Iterator[None]:
             " (RIPPLE_NEO4J_USER / RIPPLE_NEO4J_PASSWORD)"
         ) from exc
     except nx.IncompleteCommit as exc:
-        raise StoreUnavailable(f"lost Neo4j at {uri} during a commit, which may or may not have been applied: {exc}") from exc
+        raise StoreUnavailable(f"lost Neo4j at {uri} during a commit, which may or may not have been applied:"
+                               f" {_flat(exc)}") from exc
     except (nx.ServiceUnavailable, nx.SessionExpired, nx.DatabaseUnavailable, nx.ConnectionAcquisitionTimeoutError) as exc:
-        raise StoreUnavailable(f"cannot reach Neo4j at {uri}: {exc} (is the server running?)") from exc
+        raise StoreUnavailable(f"cannot reach Neo4j at {uri}: {_flat(exc)} (is the server running?)") from exc
     except nx.Neo4jError as exc:
         if opening:
             raise StoreUnavailable(f"cannot open the Neo4j store at {uri}: {exc.code}: {exc.message}") from exc
@@ -225,6 +253,10 @@ def _map_errors(uri: str, *, opening: bool = False) -> Iterator[None]:
         if opening:
             raise StoreUnavailable(f"cannot open the Neo4j store at {uri}: {exc}") from exc
         raise StoreError(f"Neo4j driver error: {exc}") from exc
+    except RippleError:
+        raise
+    except (ValueError, OverflowError, UnicodeError) as exc:  # a stored value this code cannot read back
+        raise StoreError(f"damaged data in the Neo4j store at {uri}: {type(exc).__name__}: {exc}") from exc
 
 
 # -- Cypher -------------------------------------------------------------------------------------
@@ -780,11 +812,54 @@ class _Neo4jCore:
 
     uri: str
 
-    def __init__(self, uri: str, *, user: str, password: str | None, database: str | None) -> None:
+    def __init__(self, uri: str, *, user: str, password: str | None, database: str | None,
+                 retry_seconds: float, maintenance: bool) -> None:
         self.uri = uri
         self._auth = None if password is None else (user, password)
         self._database = database
         self._dims: dict[str, int | None] = {label: None for label in _VECTOR_INDEX}
+        self._retry = retries.RetryBudget(max(0.0, float(retry_seconds)))
+        self._failing = False  # a retry was logged and no transaction succeeded since
+        self.maintenance = maintenance
+
+    @staticmethod
+    def _driver_defaults(options: dict[str, Any], retry_seconds: float) -> dict[str, Any]:
+        """Driver options bounded by the retry budget (a caller's own options win)."""
+        options.setdefault("notifications_min_severity", "OFF")  # no "unknown label" chatter in logs
+        options.setdefault("connection_timeout", 5.0)  # (the driver's 30 s default, per attempt, on a dead host)
+        options.setdefault("connection_acquisition_timeout", max(10.0, retry_seconds + 5.0))
+        return options
+
+    def _after_failure(self, exc: Exception, schedule: retries.RetrySchedule) -> float:
+        """The wait before retrying a transaction that failed with ``exc``, or raise when there is none.
+
+        Only errors the driver calls retryable (lost connections, leader switches,
+        deadlocks) are retried, while the budget lasts; others go to
+        :func:`_map_errors` unchanged.
+        """
+        from neo4j import exceptions as nx
+
+        # (a database that is shutting down or starting answers DatabaseUnavailable, which the driver does
+        # not always call retryable; a commit whose outcome is unknown is never retried)
+        unreachable = (nx.ServiceUnavailable, nx.SessionExpired, nx.DatabaseUnavailable)
+        retryable = not isinstance(exc, nx.IncompleteCommit) and (
+            isinstance(exc, unreachable) or (isinstance(exc, (nx.DriverError, nx.Neo4jError)) and exc.is_retryable()))
+        wait = schedule.next_wait() if retryable else None
+        if wait is None:
+            if retryable:
+                attempts = f"{schedule.attempts} attempt{'s' if schedule.attempts > 1 else ''}"
+                raise StoreUnavailable(
+                    f"cannot reach Neo4j at {self.uri}: {_flat(exc)} (is the server running?); gave up after"
+                    f" {schedule.elapsed:.1f} s and {attempts} (retry budget {self._retry.seconds:g} s,"
+                    " RIPPLE_NEO4J_RETRY_SECONDS)"
+                ) from exc
+            raise exc
+        if not self._failing:  # once per outage: until a transaction succeeds again
+            self._failing = True
+            _log.warning("Neo4j at %s: %s; retrying each call for up to %g s", self.uri, _flat(exc),
+                         self._retry.seconds)
+        retries.note(retries.Retry(self.uri, schedule.attempts, f"{type(exc).__name__}: {_flat(exc)}", wait))
+        return wait
 
     def __repr__(self) -> str:
         db = f", database={self._database!r}" if self._database else ""
@@ -810,6 +885,9 @@ class _Neo4jCore:
             return (yield _Stmt(_SHOW_SCHEMA, {}))
 
         indexes, version = yield _Tx(False, inspect)
+        if self.maintenance:  # take the database as it is: check() says what is wrong
+            self._dims = _vector_dims(indexes)
+            return
         if not _SCHEMA_NAMES <= {r["name"] for r in indexes}:
             yield _Tx(True, create)
             indexes = yield _Tx(False, await_indexes)
@@ -1229,9 +1307,14 @@ class _Neo4jCore:
         return (yield _Tx(False, body))
 
     def _plan_cypher(
-        self, query: str, params: dict[str, Any] | None, write: bool
+        self, query: str, params: dict[str, Any] | None, write: bool, allow_procedures: bool, allow_admin: bool
     ) -> _Plan[tuple[list[str], list[list[Any]]]]:
         def body() -> _Body[tuple[list[str], list[list[Any]]]]:
+            # Neo4j's own plan says what the query does (see graphstore.cypher_policy); the EXPLAIN
+            # runs nothing, in the same transaction as the query.
+            (plan,) = yield _Stmt(query, dict(params or {}), explain=True)
+            check_plan(cast(CypherPlan, plan), write=write, allow_procedures=allow_procedures,
+                       allow_admin=allow_admin)
             rows = yield _Stmt(query, dict(params or {}))
             keys = list(rows[0].keys()) if rows else []
             return keys, [[_plain(v) for v in r.values()] for r in rows]
@@ -1295,20 +1378,19 @@ class Neo4jStore(_Neo4jCore):
 
     def __init__(
         self, uri: str, *, user: str = "neo4j", password: str | None = None, database: str | None = None,
-        **driver_options: Any,
+        retry_seconds: float = 8.0, maintenance: bool = False, **driver_options: Any,
     ) -> None:
-        super().__init__(uri, user=user, password=password, database=database)
+        super().__init__(uri, user=user, password=password, database=database, retry_seconds=retry_seconds,
+                         maintenance=maintenance)
         import neo4j
 
-        driver_options.setdefault("notifications_min_severity", "OFF")  # no "unknown label" chatter in logs
+        options = self._driver_defaults(driver_options, self._retry.seconds)
         with _map_errors(uri, opening=True):
-            self._driver: Driver = neo4j.GraphDatabase.driver(uri, auth=self._auth, **driver_options)
+            self._driver: Driver = neo4j.GraphDatabase.driver(uri, auth=self._auth, **options)
         self._bookmarks = neo4j.GraphDatabase.bookmark_manager()
         self._closed = False
         try:
-            with _map_errors(uri, opening=True):
-                self._driver.verify_connectivity()
-                self._drive(self._plan_open(), opening=True)
+            self._drive(self._plan_open(), opening=True)  # (connects, authenticates: retried like any call)
         except BaseException:
             self._driver.close()
             raise
@@ -1320,18 +1402,32 @@ class Neo4jStore(_Neo4jCore):
         self.close()
 
     def _drive(self, plan: _Plan[T], *, opening: bool = False) -> T:
-        """Run a plan: each transaction it yields, in one session, with the driver's retries."""
-        with _map_errors(self.uri, opening=opening), self._driver.session(
-            database=self._database, bookmark_manager=self._bookmarks
-        ) as session:
+        """Run a plan: each transaction it yields, retried within the budget (see :mod:`graphstore.retries`)."""
+        with _map_errors(self.uri, opening=opening):
             value: Any = None
             while True:
                 try:
                     step = plan.send(value)
                 except StopIteration as done:
                     return done.value
-                run = session.execute_write if step.write else session.execute_read
-                value = run(_run_body, step.body)
+                value = self._transaction(step)
+
+    def _transaction(self, step: _Tx) -> Any:
+        import neo4j
+
+        mode = neo4j.WRITE_ACCESS if step.write else neo4j.READ_ACCESS
+        schedule = self._retry.start()
+        while True:
+            try:
+                with self._driver.session(database=self._database, bookmark_manager=self._bookmarks,
+                                          default_access_mode=mode) as session:
+                    with session.begin_transaction() as tx:
+                        value = _run_body(tx, step.body)
+                        tx.commit()
+                self._failing = False
+                return value
+            except Exception as exc:  # noqa: BLE001 - _after_failure re-raises what it does not retry
+                time.sleep(self._after_failure(exc, schedule))
 
     def close(self) -> None:
         if not self._closed:
@@ -1418,13 +1514,30 @@ class Neo4jStore(_Neo4jCore):
         return _with_edge_defaults(self._drive(self._plan_stats(user_id)))
 
     def cypher(
-        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False
+        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False,
+        allow_procedures: bool = False, allow_admin: bool = False,
     ) -> tuple[list[str], list[list[Any]]]:
-        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows."""
-        return self._drive(self._plan_cypher(query, params, write))
+        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows.
+
+        Procedures and administration commands (``SHOW``, ``LOAD CSV``, ``dbms.*``, schema) are refused
+        unless allowed (see :mod:`graphstore.cypher_policy`)."""
+        return self._drive(self._plan_cypher(query, params, write, allow_procedures, allow_admin))
 
     def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
         return self._drive(self._plan_get_document(user_id, key))
+
+    # -- maintenance (graphstore.SupportsMaintenance; the plans are in graphstore.neo4jmaint) -------------
+    def check(self) -> list[Finding]:
+        """Check the schema and every derived index against the memories (read-only)."""
+        from .neo4jmaint import plan_check
+
+        return self._drive(plan_check(self))
+
+    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Create lost constraints and indexes; rebuild postings, BM25 totals, aliases and degrees."""
+        from .neo4jmaint import plan_reindex
+
+        return self._drive(plan_reindex(self, progress))
 
     def put_document(
         self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
@@ -1462,14 +1575,15 @@ class AsyncNeo4jStore(_Neo4jCore):
 
     def __init__(
         self, uri: str, *, user: str = "neo4j", password: str | None = None, database: str | None = None,
-        **driver_options: Any,
+        retry_seconds: float = 8.0, maintenance: bool = False, **driver_options: Any,
     ) -> None:
-        super().__init__(uri, user=user, password=password, database=database)
+        super().__init__(uri, user=user, password=password, database=database, retry_seconds=retry_seconds,
+                         maintenance=maintenance)
         import neo4j
 
-        driver_options.setdefault("notifications_min_severity", "OFF")
+        options = self._driver_defaults(driver_options, self._retry.seconds)
         with _map_errors(uri, opening=True):
-            self._driver: AsyncDriver = neo4j.AsyncGraphDatabase.driver(uri, auth=self._auth, **driver_options)
+            self._driver: AsyncDriver = neo4j.AsyncGraphDatabase.driver(uri, auth=self._auth, **options)
         self._bookmarks = neo4j.AsyncGraphDatabase.bookmark_manager()
         self._closed = False
         self._opened = False
@@ -1477,9 +1591,7 @@ class AsyncNeo4jStore(_Neo4jCore):
     async def open(self) -> "AsyncNeo4jStore":
         """Connect, authenticate and check (or create) the schema; idempotent."""
         if not self._opened:
-            with _map_errors(self.uri, opening=True):
-                await self._driver.verify_connectivity()
-                await self._drive(self._plan_open(), opening=True)
+            await self._drive(self._plan_open(), opening=True)
             self._opened = True
         return self
 
@@ -1493,15 +1605,30 @@ class AsyncNeo4jStore(_Neo4jCore):
         if not self._opened and not opening:
             await self.open()
         with _map_errors(self.uri, opening=opening):
-            async with self._driver.session(database=self._database, bookmark_manager=self._bookmarks) as session:
-                value: Any = None
-                while True:
-                    try:
-                        step = plan.send(value)
-                    except StopIteration as done:
-                        return done.value
-                    run = session.execute_write if step.write else session.execute_read
-                    value = await run(_arun_body, step.body)
+            value: Any = None
+            while True:
+                try:
+                    step = plan.send(value)
+                except StopIteration as done:
+                    return done.value
+                value = await self._transaction(step)
+
+    async def _transaction(self, step: _Tx) -> Any:
+        import neo4j
+
+        mode = neo4j.WRITE_ACCESS if step.write else neo4j.READ_ACCESS
+        schedule = self._retry.start()
+        while True:
+            try:
+                async with self._driver.session(database=self._database, bookmark_manager=self._bookmarks,
+                                                default_access_mode=mode) as session:
+                    async with await session.begin_transaction() as tx:
+                        value = await _arun_body(tx, step.body)
+                        await tx.commit()
+                self._failing = False
+                return value
+            except Exception as exc:  # noqa: BLE001 - _after_failure re-raises what it does not retry
+                await asyncio.sleep(self._after_failure(exc, schedule))
 
     async def aclose(self) -> None:
         if not self._closed:
@@ -1593,10 +1720,14 @@ class AsyncNeo4jStore(_Neo4jCore):
         return _with_edge_defaults(await self._drive(self._plan_stats(user_id)))
 
     async def cypher(
-        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False
+        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False,
+        allow_procedures: bool = False, allow_admin: bool = False,
     ) -> tuple[list[str], list[list[Any]]]:
-        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows."""
-        return await self._drive(self._plan_cypher(query, params, write))
+        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows.
+
+        Procedures and administration commands (``SHOW``, ``LOAD CSV``, ``dbms.*``, schema) are refused
+        unless allowed (see :mod:`graphstore.cypher_policy`)."""
+        return await self._drive(self._plan_cypher(query, params, write, allow_procedures, allow_admin))
 
     async def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
         return await self._drive(self._plan_get_document(user_id, key))

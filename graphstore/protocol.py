@@ -15,12 +15,13 @@ index (Neo4j's HNSW) and is expected to be exact on small data.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Literal, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Literal, Protocol, Sequence, runtime_checkable
 
 from .records import (
     DocumentRecord,
     EdgeRecord,
     EntityRecord,
+    Finding,
     MemoryRecord,
     MoveReport,
     Neighbor,
@@ -38,6 +39,7 @@ __all__ = [
     "SupportsBatchEntitySearch",
     "SupportsBatchMemorySearch",
     "SupportsCypher",
+    "SupportsMaintenance",
     "SupportsShards",
     "InProcessStore",
     "ACTIVE",
@@ -322,10 +324,13 @@ class SupportsBatchMemorySearch(Protocol):
 @runtime_checkable
 class SupportsCypher(Protocol):
     """Optional: run a Cypher query (the Neo4j store).  ``write=False`` runs it in a read
-    transaction, where a query that writes is refused; returns ``(keys, rows)``."""
+    transaction, where a query that writes is refused; procedures and administration commands
+    (``SHOW``, ``LOAD CSV``, ``dbms.*``, schema) are refused unless ``allow_procedures`` /
+    ``allow_admin`` (:mod:`graphstore.cypher_policy`); returns ``(keys, rows)``."""
 
     def cypher(
-        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False
+        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False,
+        allow_procedures: bool = False, allow_admin: bool = False,
     ) -> tuple[list[str], list[list[Any]]]: ...
 
 
@@ -375,3 +380,26 @@ class InProcessStore(Protocol):
     encoded beside its reads instead."""
 
     in_process: Literal[True]
+
+
+@runtime_checkable
+class SupportsMaintenance(Protocol):
+    """Optional: check a store and rebuild the indexes it derives from the memories
+    (``ripple doctor`` and ``ripple reindex``; the embedded store and Neo4j).
+
+    Derived indexes are what a store keeps beside the memories and entities so
+    that recall is fast: lexical postings and their totals, alias lookups,
+    entity degrees, vector caches.  They can always be rebuilt from the
+    memories, entities and edges, which cannot be rebuilt from anything.
+    """
+
+    def check(self) -> list[Finding]:
+        """Read-only: one finding per area (schema, integrity, each derived index, vectors, counts)."""
+        ...
+
+    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Rebuild every derived index from the memories, one user per transaction; counts of rows written.
+
+        ``progress(done, total)`` is called after each user with memories done so far.
+        """
+        ...

@@ -18,6 +18,7 @@ __all__ = [
     "EdgeRecord",
     "Neighbor",
     "WriteBatch",
+    "Finding",
     "DocumentRecord",
     "ShardStatus",
     "ShardMove",
@@ -134,6 +135,24 @@ class WriteBatch:
         self.edges.extend(other.edges)
 
 
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One line of a store check (:meth:`graphstore.SupportsMaintenance.check`).
+
+    ``level`` is ``"ok"``, ``"warn"`` (works, but not as it should) or
+    ``"error"`` (recall or writes are wrong or failing); ``fix`` names what
+    repairs it (``"ripple reindex"``), empty when nothing ripple does can.
+    """
+
+    level: str
+    area: str
+    message: str
+    fix: str = ""
+
+    def line(self) -> str:
+        """The finding on one line, as ``ripple doctor`` prints it."""
+        fix = f" (fix: {self.fix})" if self.fix and self.level != "ok" else ""
+        return f"{self.level:<5} {self.area}: {self.message}{fix}"
 
 
 @dataclass(frozen=True, slots=True)

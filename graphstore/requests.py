@@ -444,13 +444,18 @@ class Cypher(StoreRequest[tuple[list[str], list[list[Any]]]]):
     query: str
     params: dict[str, Any] = field(default_factory=dict)
     write: bool = False
+    allow_procedures: bool = False
+    allow_admin: bool = False
     method: ClassVar[str] = "cypher"
 
     def call(self, store: GraphStore) -> tuple[list[str], list[list[Any]]]:
-        return _cypher_store(store).cypher(self.query, self.params, write=self.write)
+        return _cypher_store(store).cypher(self.query, self.params, write=self.write,
+                                           allow_procedures=self.allow_procedures, allow_admin=self.allow_admin)
 
     async def acall(self, store: AsyncGraphStore) -> tuple[list[str], list[list[Any]]]:
-        return await cast(Any, _cypher_store(store)).cypher(self.query, self.params, write=self.write)
+        return await cast(Any, _cypher_store(store)).cypher(
+            self.query, self.params, write=self.write, allow_procedures=self.allow_procedures,
+            allow_admin=self.allow_admin)
 
 
 def _cypher_store(store: GraphStore | AsyncGraphStore) -> SupportsCypher:

@@ -26,7 +26,7 @@ import pytest
 
 from .jsonl import from_json, to_json
 from .protocol import ACTIVE, INVALIDATED, AsyncGraphStore, GraphStore
-from .protocol import SUPERSEDED, SupportsBatchMemorySearch
+from .protocol import SUPERSEDED, SupportsBatchMemorySearch, SupportsMaintenance
 from .threaded import ThreadedAsyncStore
 from .records import (
     EDGE_CONFLICTS,
@@ -449,6 +449,42 @@ class GraphStoreConformance:
             for n in store.expand("u1", alive, [EDGE_MENTIONS]):
                 counted[n.target] += 1
             assert entity_degrees(store, ents) == counted, f"step {step}"
+
+    # -- maintenance (optional: SupportsMaintenance) ------------------------------------------------------
+    def _derived_view(self, store: GraphStore) -> tuple[Any, ...]:
+        """What recall reads of the derived indexes, for both users."""
+        terms = ["dana", "run", "procurement", "sign", "invoice", "张伟", "北京", "工作", "cat", "new"]
+        return tuple(
+            (sorted(store.postings(u, terms)), store.lexical_stats(u, terms),
+             [e.id for e in store.get_entities(u, ["dana", "dana whitfield", "northwind", "张伟", "dw"])],
+             entity_degrees(store, ["e_dana", "e_nw", "e_zw", "e_u2dana"]))
+            for u in ("u1", "u2")
+        )
+
+    def test_check_and_reindex_agree_with_the_write_path_when_supported(self, store: GraphStore) -> None:
+        """After every kind of change the write path keeps derived indexes for (status changes, a
+        rewrite with new terms, replaced mentions, a merged alias, deletions, a deleted user), check()
+        finds nothing wrong, and reindex() rebuilds exactly what the writes kept (and finds it again)."""
+        if not isinstance(store, SupportsMaintenance):
+            return  # optional capability (the reference store keeps no derived index)
+        self._seed_graph(store)
+        store.set_status(["m_2"], SUPERSEDED)
+        store.set_status(["m_2"], ACTIVE)
+        store.set_status(["m_3"], INVALIDATED)
+        store.write(WriteBatch(memories=[make_memory("m_1", text="Dana runs new procurement", at=100.0,
+                                                     terms=("dana", "run", "new", "procurement"))],
+                               entities=[make_entity("e_dana", key="dana", aliases=("dw",))],
+                               edges=[mention("m_1", "e_zw")]), replace_mentions_of=["m_1"])
+        store.write(WriteBatch(memories=[make_memory("m_tmp", user="u3", terms=("gone",))]))
+        store.delete_user("u3")
+        store.write(WriteBatch(memories=[make_memory("m_4", terms=("cat", "cat"))]))
+        store.delete_memories(["m_4"])
+        assert [f.line() for f in store.check() if f.level == "error"] == []
+        before = self._derived_view(store)
+        counts = store.reindex()
+        assert counts["users"] == 2
+        assert self._derived_view(store) == before
+        assert [f.line() for f in store.check() if f.level == "error"] == []
 
     # -- export / durability ------------------------------------------------------------------------------
     def test_export_round_trips_through_jsonl(self, store: GraphStore) -> None:
