@@ -17,9 +17,14 @@ synthetic store this measures, per recall:
 time by package: the neo4j driver (Bolt, PackStream decoding), graphstore (rows to
 records), ripple (the plan) and the rest.
 
+``--ab`` measures the store's fast paths against its generic route in the same process: every
+query is recalled through both (:class:`graphstore.testing.GenericView` hides the read-combining
+capabilities), in alternating order, and the two rankings must agree id for id and score for
+score; the latencies, flushes and CPU of both are reported side by side.
+
 The store is ingested as ``python -m benchmarks run`` would (the same method objects), or, with
-``--reuse-store``, taken as an earlier run left it.  Results go to a JSON file and a Markdown
-summary on stdout.
+``--reuse-store``, taken as an earlier run left it (``--dataset locomo`` works too).  Results go
+to a JSON file and a Markdown summary on stdout.
 """
 
 from __future__ import annotations
@@ -315,6 +320,50 @@ def _pct(values: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
+def _recall_detail(mem: Any, method: Any, q: Any, k: int) -> tuple[list[tuple[str, float]], float]:
+    """One recall through ``mem`` at the query user's present (as the method recalls): (id, score)
+    pairs and the wall-clock milliseconds."""
+    method._query_now = method._user_now.get(q.user_id)
+    try:
+        t0 = time.perf_counter()
+        res = mem.recall(q.text, user_id=q.user_id, k=k, mode=method.mode, touch=False)
+        ms = (time.perf_counter() - t0) * 1000.0
+    finally:
+        method._query_now = None
+    return [(h.memory.id, h.score) for h in res.hits], ms
+
+
+def compare_generic(method: Any, queries: list[Any], k: int, meter: BoltMeter) -> dict[str, Any]:
+    """Every query through the store's fast paths and through its generic route (interleaved, the
+    order alternating): identical rankings required; latency, flushes and CPU of both."""
+    from graphstore.testing import GenericView
+    from ripple import Memory
+
+    fast = method._mem
+    generic = Memory(store=GenericView(fast.store), embedder=fast.embedder, extractor=fast.extractor,
+                     config=fast.config, clock=method._clock)
+    sides: dict[str, dict[str, list[float]]] = {name: {"ms": [], "flushes": [], "cpu": []} for name in ("fast", "generic")}
+    differ: list[str] = []
+    for n, q in enumerate(queries):
+        got: dict[str, list[tuple[str, float]]] = {}
+        order = [("fast", fast), ("generic", generic)]
+        for name, mem in (order if n % 2 == 0 else order[::-1]):
+            meter.reset()
+            c0 = time.process_time()
+            got[name], ms = _recall_detail(mem, method, q, k)
+            sides[name]["cpu"].append((time.process_time() - c0) * 1000.0)
+            sides[name]["ms"].append(ms)
+            sides[name]["flushes"].append(meter.reset().flushes)
+        if got["fast"] != got["generic"]:
+            differ.append(q.id)
+    generic.close()
+    return {
+        "queries": len(queries), "differ": differ,
+        **{name: {"p50": _pct(v["ms"], 50), "p95": _pct(v["ms"], 95), "flushes_mean": statistics.fmean(v["flushes"]),
+                  "cpu_ms_mean": statistics.fmean(v["cpu"])} for name, v in sides.items()},
+    }
+
+
 def summarise(samples: list[RecallSample]) -> dict[str, Any]:
     n = max(len(samples), 1)
     req_names = sorted({name for s in samples for name in s.requests})
@@ -391,6 +440,14 @@ def markdown(report: dict[str, Any]) -> str:
                 lines.append(f"| {name} | {r['per_recall']:.2f} | {r['db_hits_p50']:.0f} ({r['db_hits_mean']:.0f})"
                              f" | {r['rows_p50']:.0f} | {plan} |")
             lines.append(f"| **total db hits per recall** | | {total:.0f} | | |")
+        if body.get("ab"):
+            ab = body["ab"]
+            lines += ["", f"fast path vs generic route, {ab['queries']} queries interleaved: rankings differ on"
+                      f" {len(ab['differ'])} {ab['differ'][:5]}", "", "| route | p50 ms | p95 ms | flushes | CPU ms |",
+                      "|---|---:|---:|---:|---:|"]
+            for side in ("fast", "generic"):
+                r = ab[side]
+                lines.append(f"| {side} | {r['p50']:.1f} | {r['p95']:.1f} | {r['flushes_mean']:.1f} | {r['cpu_ms_mean']:.1f} |")
         if body.get("python"):
             lines += ["", "main thread under cProfile, ms per recall: "
                       + ", ".join(f"{k} {v:.1f}" for k, v in body["python"].items())]
@@ -405,6 +462,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     from benchmarks.run import _int_list
 
     parser.add_argument("--store", required=True, help="Neo4j URI (password from RIPPLE_NEO4J_PASSWORD)")
+    parser.add_argument("--dataset", choices=["synthetic", "locomo"], default="synthetic")
+    parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--size", type=_int_list, default=[10_000], help="synthetic store size (default 10k)")
     parser.add_argument("--users", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
@@ -417,18 +476,26 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reuse-store", action="store_true", help="recall from the server's copy of the dataset")
     parser.add_argument("--profile-queries", type=int, default=20, help="recalls whose statements are PROFILEd")
     parser.add_argument("--cprofile", action="store_true", help="add a cProfile pass (main thread) split by package")
+    parser.add_argument("--ab", action="store_true",
+                        help="recall every query through the fast paths and the generic route, interleaved: the"
+                             " rankings must agree; latency, flushes and CPU of both")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N queries")
     parser.add_argument("--out", type=Path, default=None, help="JSON report (default: print only)")
 
 
 def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
-    from benchmarks.datasets import synthetic
+    from benchmarks.datasets import default_data_dir, load_locomo, synthetic
     from benchmarks.methods import make_method
 
     password = os.environ.get("RIPPLE_NEO4J_PASSWORD")
     report: dict[str, Any] = {"store": args.store, "methods": {}, "command": "python -m benchmarks " + " ".join(argv or [])}
     meter = BoltMeter()
-    for size in args.size:
-        ds = synthetic(size, n_users=args.users, seed=args.seed, n_queries=args.n_queries)
+    if args.dataset == "locomo":
+        data_dir = args.data_dir or default_data_dir()
+        datasets = [load_locomo(Path(data_dir) / "locomo" / "locomo-dev.json")]
+    else:
+        datasets = [synthetic(size, n_users=args.users, seed=args.seed, n_queries=args.n_queries) for size in args.size]
+    for ds in datasets:
         report["dataset"] = ds.name
         for name in [m.strip() for m in args.methods.split(",") if m.strip()]:
             method: Any = make_method(name, store=args.store, embedder=args.embedder, dedup=not args.no_dedup,
@@ -436,13 +503,16 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
             method.progress = False
             method.prepare()
             method.index(ds)
-            queries = list(ds.queries)
+            queries = list(ds.queries)[: args.limit]
             method.recall(queries[0], args.k)  # warm-up, as the benchmark does
             log = _instrument(method._mem)
             with meter.installed():
                 samples, captured = measure(method, queries, args.k, meter, log, args.profile_queries)
             body: dict[str, Any] = {"client": summarise(samples)}
             body["server"] = server_side(args.store, password, None, captured) if captured else {}
+            if args.ab:
+                with meter.installed():
+                    body["ab"] = compare_generic(method, queries, args.k, meter)
             if args.cprofile:
                 body["python"] = python_split(method, queries, args.k)
             report["methods"][method.name] = body

@@ -12,7 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generator
 
-from graphstore.requests import LexicalStats, NearestMemories, Postings, TokenVectors
+from graphstore.records import LexicalRows
+from graphstore.requests import LexicalRoute, NearestMemories, TokenVectors
 
 from .._requests import CollectQueryVectors, Request
 from .candidates import Candidate, Seeded, StageTimer
@@ -42,14 +43,12 @@ def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any,
     dense: dict[str, float] = {}
     n_docs: int | None = None
     if seed_cfg.method != SeedMethod.DENSE and q.terms:
-        n_docs, avg_len, df = yield LexicalStats(q.user_id, q.terms)
-        cap = max(1, seed_cfg.max_df_ratio * n_docs)
-        if seed_cfg.max_df is not None:
-            cap = min(cap, seed_cfg.max_df)
-        usable = [t for t in dict.fromkeys(q.terms) if 0 < df.get(t, 0) <= cap]
-        if usable:
-            rows = yield Postings(q.user_id, usable)
-            lexical = bm25(q.terms, rows, n_docs=n_docs, avg_len=avg_len, df=df, k1=seed_cfg.bm25_k1, b=seed_cfg.bm25_b)
+        # statistics, then the postings of the terms not too common to be worth reading
+        route: LexicalRows = yield LexicalRoute(q.user_id, q.terms, seed_cfg.max_df_ratio, seed_cfg.max_df)
+        n_docs = route.n_docs
+        if route.postings:
+            lexical = bm25(q.terms, route.postings, n_docs=n_docs, avg_len=route.avg_len, df=route.df,
+                           k1=seed_cfg.bm25_k1, b=seed_cfg.bm25_b)
     search = dense_search(q.k, config)
     early: list[tuple[str, float]] | None = None
     if q.pending is not None:  # the encoder ran while the lexical route read the postings
