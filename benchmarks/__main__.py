@@ -9,9 +9,11 @@ import sys
 # command -> (module, one-line summary); each module has register(parser) and run(args, argv)
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("benchmarks.run", "index datasets with methods and store raw per-query results as JSONL"),
+    "embedders": ("benchmarks.embedders", "embedding models alone: dense-only recall@k and encode timings"),
     "report": ("benchmarks.report", "compute metrics from stored results; write summary.md/json and plots"),
     "serve-load": ("benchmarks.server_load", "requests/s and p50/p95/p99 of ripple serve beside in-process calls"),
     "neo4j-profile": ("benchmarks.neo4j_profile", "per recall on Neo4j: store requests, Bolt round trips, db hits, plans"),
+    "loo": ("benchmarks.loo", "compare recall plans per conversation and choose by leave-one-conversation-out"),
     "agent": ("benchmarks.agent", "agent layer: token estimate, add and context latency, patrol precision"),
 }
 

@@ -6,6 +6,10 @@ Three sources:
   one user per conversation (Maharana et al., 2024).
 * :func:`load_multihop` -- MuSiQue / HotpotQA passage retrieval in the HippoRAG
   subset format, one user for the whole corpus.
+* :func:`load_zh_probe` -- the small hand-written Chinese probe (one gold
+  memory per question, Chinese and cross-lingual English questions).  The
+  Chinese chat set (``zh/zh-chat-dev.json``) is in LoCoMo format and loads
+  with :func:`load_locomo`.
 * :func:`synthetic` -- a seeded generator of users, sessions and two-hop fact
   chains, from a thousand to a million memories, generated lazily by block.
 
@@ -35,6 +39,7 @@ __all__ = [
     "default_data_dir",
     "load_locomo",
     "load_multihop",
+    "load_zh_probe",
     "synthetic",
     "clean_evidence",
     "parse_locomo_datetime",
@@ -438,6 +443,40 @@ def load_multihop(
         "gold_ambiguous_titles": ambiguous,
         "dropped_no_gold": dropped,
         "doc_text": "title\\ntext",
+    }
+    return Dataset(name=name, docs=docs, queries=queries, info=info)
+
+
+# --------------------------------------------------------------------------- Chinese probe
+
+
+def load_zh_probe(path: str | os.PathLike[str], *, name: str = "zh-probe") -> Dataset:
+    """Load the Chinese probe: ``{"memories": [{id, text}], "questions_zh": [...], "questions_en": [...]}``.
+
+    One user (``name``) owns every memory; a memory is a document with id
+    ``"{name}:{id}"`` and no session or time.  Each question has exactly one
+    gold memory (``"gold"``); Chinese questions get category ``"zh"``, the
+    English questions about the Chinese memories ``"en-cross"``.  A question
+    whose gold memory does not exist is an error, not a silent drop: the
+    file is small and hand-written.
+    """
+    path = Path(path)
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    docs = [Doc(id=f"{name}:{m['id']}", text=str(m["text"]), user_id=name, meta={"memory_id": m["id"]})
+            for m in raw["memories"]]
+    known = {d.meta["memory_id"] for d in docs}
+    queries: list[Query] = []
+    for key, category in (("questions_zh", "zh"), ("questions_en", "en-cross")):
+        for q in raw.get(key, []):
+            if q["gold"] not in known:
+                raise ValueError(f"{path}: question {q['id']} names a memory that does not exist: {q['gold']}")
+            queries.append(Query(id=f"{name}:{q['id']}", text=str(q["question"]), user_id=name,
+                                 gold=(f"{name}:{q['gold']}",), category=category, meta={"question_id": q["id"]}))
+    info = {
+        "source": str(path),
+        "docs": len(docs),
+        "questions": len(queries),
+        "questions_by_category": dict(sorted(Counter(q.category for q in queries).items())),
     }
     return Dataset(name=name, docs=docs, queries=queries, info=info)
 

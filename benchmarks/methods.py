@@ -356,16 +356,14 @@ class RippleMethod:
         return time.time() if self._query_now is None else self._query_now
 
     def recall(self, query: Query, k: int) -> list[str]:
-        from ripple import UnknownUser
-
         self._query_now = self._user_now.get(query.user_id)
         try:
             res = self._mem.recall(query.text, user_id=query.user_id, k=k, mode=self.mode, touch=False)
-        except UnknownUser:  # every turn of this user was contentless
-            self.last_explain = None
-            return []
         finally:
             self._query_now = None
+        if not res.user_known:  # every turn of this user was contentless
+            self.last_explain = None
+            return []
         self.last_explain = {"scores": [round(h.score, 5) for h in res.hits], "via": [h.via for h in res.hits],
                              # per-stage milliseconds: which stage a slow query spent its time in
                              "stages_ms": {s.name: round(s.ms, 3) for s in res.trace.stages}}
@@ -428,7 +426,7 @@ METHODS: dict[str, Callable[[], Method]] = {
     # ablations (ripple.recall.recipes.ABLATIONS): each switches one part of the default plan off
     **{f"ripple-{name}": (lambda name=name: RippleMethod("ripple", name=f"ripple-{name}", recipe=name))
        for name in ("nospread", "nosession", "noentity", "nodamping", "nolate", "timedecay", "nospeaker",
-                    "notitle", "nolength", "rerank", "sessionppr")},
+                    "notitle", "nowhen", "nolength", "rerank", "sessionppr", "samelex")},
     # the memory lifecycle (issue #5) off: no dedup, supersede, retraction or correction on the write path,
     # no confidence or forgetting tiers in the merge
     "ripple-nolifecycle": lambda: RippleMethod(

@@ -33,6 +33,7 @@ __all__ = [
     "run",
     "run_one",
     "load_datasets",
+    "pick_names",
     "machine_info",
     "package_versions",
     "git_info",
@@ -65,6 +66,18 @@ def _multihop(name: str) -> Callable[[Path, argparse.Namespace], Iterator[Datase
     return load
 
 
+def _zh_chat(data_dir: Path, args: argparse.Namespace) -> Iterator[Dataset]:
+    from benchmarks.datasets import load_locomo
+
+    yield load_locomo(data_dir / "zh" / "zh-chat-dev.json", name="zh")
+
+
+def _zh_probe(data_dir: Path, args: argparse.Namespace) -> Iterator[Dataset]:
+    from benchmarks.datasets import load_zh_probe
+
+    yield load_zh_probe(data_dir / "zh" / "zh-probe-dev.json")
+
+
 def _synthetic(data_dir: Path, args: argparse.Namespace) -> Iterator[Dataset]:
     from benchmarks.datasets import synthetic
 
@@ -76,6 +89,8 @@ DATASETS: dict[str, Callable[[Path, argparse.Namespace], Iterator[Dataset]]] = {
     "locomo": _locomo,
     "musique": _multihop("musique"),
     "hotpotqa": _multihop("hotpotqa"),
+    "zh": _zh_chat,  # the Chinese chat set (LoCoMo format)
+    "zh-probe": _zh_probe,  # the small Chinese probe, one gold memory per question
     "synthetic": _synthetic,
 }
 
@@ -350,7 +365,7 @@ def _int_list(value: str) -> list[int]:
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", "--datasets", dest="datasets", default="locomo",
-                        help="comma-separated: locomo, musique, hotpotqa, synthetic (default: locomo)")
+                        help="comma-separated: locomo, musique, hotpotqa, zh, zh-probe, synthetic (default: locomo)")
     parser.add_argument("--methods", default="bm25", help="comma-separated method names (default: bm25)")
     parser.add_argument("--k", type=int, default=25, help="ranking depth returned per query (default: 25)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N queries of each dataset")
@@ -383,15 +398,24 @@ def register(parser: argparse.ArgumentParser) -> None:
                              " user of it has memories there (an earlier run's ingest; no ingest rate is recorded)")
 
 
+def pick_names(value: str, known: Iterable[str], kind: str) -> list[str] | None:
+    """The names of a comma-separated flag; ``None``, after saying which are unknown, if any is."""
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    known = list(known)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"unknown {kind}(s): {', '.join(unknown)}; known: {', '.join(known)}", file=sys.stderr)
+        return None
+    return names
+
+
 def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     from benchmarks.methods import METHODS
 
     data_dir = args.data_dir or default_data_dir()
     out_dir = args.out or default_out_dir()
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        print(f"unknown method(s): {', '.join(unknown)}; known: {', '.join(METHODS)}", file=sys.stderr)
+    methods = pick_names(args.methods, METHODS, "method")
+    if methods is None:
         return 2
     names = [d.strip() for d in args.datasets.split(",") if d.strip()]
     command = "python -m benchmarks " + shlex.join(argv if argv is not None else sys.argv[1:])

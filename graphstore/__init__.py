@@ -62,6 +62,7 @@ __all__ = [
     "WriteBatch",
     "open_store",
     "as_async",
+    "store_exists",
     "is_neo4j_uri",
     "Credentials",
     "InProcessStore",
@@ -89,15 +90,16 @@ class Credentials:
 
 @overload
 def open_store(uri: str | os.PathLike[str], *, asynchronous: Literal[False] = False,
-               credentials: Credentials | None = None, **options: Any) -> GraphStore: ...
+               credentials: Credentials | None = None, create: bool = True, **options: Any) -> GraphStore: ...
 @overload
 def open_store(uri: str | os.PathLike[str], *, asynchronous: Literal[True],
-               credentials: Credentials | None = None, **options: Any) -> AsyncGraphStore: ...
+               credentials: Credentials | None = None, create: bool = True, **options: Any) -> AsyncGraphStore: ...
 def open_store(
     uri: str | os.PathLike[str],
     *,
     asynchronous: bool = False,
     credentials: Credentials | None = None,
+    create: bool = True,
     **options: Any,
 ) -> GraphStore | AsyncGraphStore:
     """Open the store a URI names (see the module docstring): the one place that knows the backends.
@@ -105,7 +107,9 @@ def open_store(
     ``asynchronous=True`` returns an :class:`AsyncGraphStore`: Neo4j through the
     driver's native async API, the embedded store through worker threads
     (:class:`~graphstore.threaded.ThreadedAsyncStore`).  ``credentials`` are
-    for server stores; ``options`` go to the backend's constructor.
+    for server stores; ``create=False`` makes a missing embedded store an
+    error (a server's database always exists); ``options`` go to the backend's
+    constructor.
     """
     text = os.fspath(uri)
     if is_neo4j_uri(text):
@@ -131,8 +135,22 @@ def open_store(
         raise ConfigError(f"unknown store URI scheme in {text!r}: use a folder path, sqlite://, memory://, bolt:// or neo4j://")
     from .sqlite import SQLiteStore
 
-    store = cast(GraphStore, SQLiteStore(text, **options))
+    store = cast(GraphStore, SQLiteStore(text, create=create, **options))
     return as_async(store) if asynchronous else store
+
+
+def store_exists(uri: str | os.PathLike[str]) -> bool:
+    """False only for an embedded store that has not been created yet (servers always exist)."""
+    text = os.fspath(uri)
+    if is_neo4j_uri(text) or text == "memory://":
+        return True
+    if text.startswith("sqlite://"):
+        text = text[len("sqlite://") :] or ":memory:"
+    if text == ":memory:":
+        return True
+    from .sqlite import store_file
+
+    return store_file(text).exists()
 
 
 def as_async(store: GraphStore | AsyncGraphStore) -> AsyncGraphStore:

@@ -182,6 +182,13 @@ def _qmarks(n: int) -> str:
     return ",".join("?" * n)
 
 
+def store_file(path: str | os.PathLike[str]) -> Path:
+    """The database file of a store path: the path itself if it names a ``.db``/``.sqlite`` file, else
+    ``ripple.db`` in that folder."""
+    p = Path(path).expanduser()
+    return p if p.suffix in {".db", ".sqlite", ".sqlite3"} else p / "ripple.db"
+
+
 class SQLiteStore:
     """Embedded graph store in one SQLite file.
 
@@ -190,6 +197,9 @@ class SQLiteStore:
     path:
         Folder (``ripple.db`` is created in it) or a ``.db``/``.sqlite`` file
         path, or ``":memory:"`` for a throw-away store.
+    create:
+        With ``False`` a store that does not exist yet is an error naming the
+        path, instead of a new empty store (a typo must not look like lost memories).
     synchronous:
         SQLite ``synchronous`` pragma: ``"NORMAL"`` (default, crash-safe) or
         ``"FULL"`` (also power-loss safe).
@@ -198,16 +208,17 @@ class SQLiteStore:
     in_process = True
     """Reads run in this process and hold the GIL (see :class:`graphstore.GraphStore`)."""
 
-    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, synchronous: str = "NORMAL") -> None:
+    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, synchronous: str = "NORMAL",
+                 create: bool = True) -> None:
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise StoreError(f"unknown synchronous mode {synchronous!r}")
         if str(path) == ":memory:":
             self.path: Path | None = None
             target = ":memory:"
         else:
-            p = Path(path).expanduser()
-            if p.suffix not in {".db", ".sqlite", ".sqlite3"}:
-                p = p / "ripple.db"
+            p = store_file(path)
+            if not create and not p.exists():
+                raise StoreUnavailable(f"no ripple store at {p} (a command that writes creates one)")
             try:
                 p.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:

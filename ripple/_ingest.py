@@ -15,12 +15,14 @@ import json
 import os
 import threading
 import time
+from datetime import datetime, timezone
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generator, Sequence
 
 from extractors.base import Extraction
 from extractors.labels import NAMED_LABELS
+from extractors.timeexpr import resolve_times
 from extractors.normalize import entity_key
 from extractors.text import STOPWORDS_EN, lexical_tokens
 from graphstore.protocol import ACTIVE
@@ -247,7 +249,11 @@ def ingest_plan(
             mid = mem_ids[i]
             kind = p.item.kind or life.kind.get(i) or ex.kind
             importance = p.item.importance if "importance" in p.item.model_fields_set else _KIND_IMPORTANCE.get(kind, 0.5)
-            metadata = p.item.metadata if i not in life.notes else {**p.item.metadata, "ripple": life.notes[i]}
+            notes = dict(life.notes.get(i, {}))
+            times = resolve_times(p.item.text, datetime.fromtimestamp(p.at, tz=timezone.utc))
+            if times:  # relative times read against the memory's own event time (see extractors.timeexpr)
+                notes["times"] = [[a.isoformat(), b.isoformat()] for a, b in times]
+            metadata = {**p.item.metadata, "ripple": notes} if notes else p.item.metadata
             rec = MemoryRecord(
                 id=mid, user_id=user, text=p.item.text, at=p.at, created_at=now, agent_id=p.item.agent_id,
                 session_id=p.item.session_id, kind=kind, importance=importance,

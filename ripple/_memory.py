@@ -59,6 +59,7 @@ class _Client:
         lifecycle: LifecycleConfig | None,
         settings: RippleSettings | None,
         clock: Callable[[], float] | None,
+        create: bool,
         asynchronous: bool,
     ) -> None:
         self.settings = settings or RippleSettings()
@@ -66,7 +67,7 @@ class _Client:
             raise ConfigError("pass either path= or store=, not both")
         spec = store if store is not None else (str(path) if path is not None else self.settings.store_uri())
         self._owns_store = isinstance(spec, str)
-        opened = self._open(spec, asynchronous)
+        opened = self._open(spec, asynchronous, create)
         in_process = isinstance(opened, InProcessStore) and opened.in_process is True
         # A sync server store can run the plan's dense search in the query encoder's thread (see Runtime).
         beside = None if asynchronous or in_process else _search_beside(cast(GraphStore, opened))
@@ -93,12 +94,13 @@ class _Client:
     def lifecycle(self, value: LifecycleConfig) -> None:
         self._ctx = replace(self._ctx, lifecycle=value)
 
-    def _open(self, spec: "str | GraphStore | AsyncGraphStore", asynchronous: bool) -> "GraphStore | AsyncGraphStore":
+    def _open(self, spec: "str | GraphStore | AsyncGraphStore", asynchronous: bool,
+              create: bool) -> "GraphStore | AsyncGraphStore":
         if isinstance(spec, str):
             creds = Credentials(self.settings.neo4j_user, self.settings.neo4j_password, self.settings.neo4j_database)
             if asynchronous:
-                return open_store(spec, asynchronous=True, credentials=creds)
-            return open_store(spec, credentials=creds)
+                return open_store(spec, asynchronous=True, credentials=creds, create=create)
+            return open_store(spec, credentials=creds, create=create)
         if asynchronous:
             return as_async(spec)
         if isinstance(spec, AsyncGraphStore):
@@ -164,6 +166,10 @@ class Memory(_Client):
         Model name or path for sentence-transformers, or an :class:`~ripple.embedding.Embedder`.
     config:
         The recall plan (:class:`ripple.RecallConfig`); defaults to ripple's tuned default.
+    create:
+        ``False``: an embedded store that does not exist yet is an error
+        (:class:`~ripple.StoreUnavailable` naming the path) instead of a new
+        empty one; read-only tools use it so that a typo is not a lost memory.
 
     Examples
     --------
@@ -176,9 +182,10 @@ class Memory(_Client):
     def __init__(self, path: str | None = None, *, store: "str | GraphStore | None" = None,
                  embedder: "str | Embedder | None" = None, extractor: "Extractor | None" = None,
                  config: RecallConfig | None = None, lifecycle: LifecycleConfig | None = None,
-                 settings: RippleSettings | None = None, clock: Callable[[], float] | None = None) -> None:
+                 settings: RippleSettings | None = None, clock: Callable[[], float] | None = None,
+                 create: bool = True) -> None:
         super().__init__(path, store=store, embedder=embedder, extractor=extractor, config=config,
-                         lifecycle=lifecycle, settings=settings, clock=clock, asynchronous=False)
+                         lifecycle=lifecycle, settings=settings, clock=clock, create=create, asynchronous=False)
         self._store = cast(GraphStore, self._opened)
         self._write_lock = threading.Lock()
 
@@ -373,11 +380,12 @@ class AsyncMemory(_Client):
     def __init__(self, path: str | None = None, *, store: "str | GraphStore | AsyncGraphStore | None" = None,
                  embedder: "str | Embedder | None" = None, extractor: "Extractor | None" = None,
                  config: RecallConfig | None = None, lifecycle: LifecycleConfig | None = None,
-                 settings: RippleSettings | None = None, clock: Callable[[], float] | None = None) -> None:
+                 settings: RippleSettings | None = None, clock: Callable[[], float] | None = None,
+                 create: bool = True) -> None:
         import anyio
 
         super().__init__(path, store=store, embedder=embedder, extractor=extractor, config=config,
-                         lifecycle=lifecycle, settings=settings, clock=clock, asynchronous=True)
+                         lifecycle=lifecycle, settings=settings, clock=clock, create=create, asynchronous=True)
         self._store = cast(AsyncGraphStore, self._opened)
         self._write_lock = anyio.Lock()
 

@@ -37,8 +37,8 @@ from . import _validate as check
 from ._lifecycle import LifecycleConfig
 from ._requests import Op, Prepare, PrepareQuery
 from ._shape import recall_result, to_datetime, to_model
-from .errors import InvalidInput, MemoryNotFound, UnknownUser
-from .models import AddItem, MemoryRecord, RecallHit, RecallResult, as_utc
+from .errors import InvalidInput, MemoryNotFound
+from .models import AddItem, MemoryRecord, RecallHit, RecallResult, RecallTrace, as_utc
 from .recall.config import RecallConfig
 from .recall.merge import tier_of
 from .recall.pipeline import recall_plan
@@ -81,11 +81,12 @@ def get(memory_id: Any) -> Op[MemoryRecord]:
     return to_model((yield from get_record(memory_id)))
 
 
-def require_user(user_id: Any) -> Op[str]:
+def known_user(user_id: Any) -> Op[bool]:
+    """True when the store holds a memory of the user.  A user with no memories yet is not an
+    error for a read (an agent's first turn for a new user recalls nothing): reads of such a
+    user return empty results, and :class:`~ripple.models.RecallResult` says so."""
     check.user(user_id)
-    if not (yield HasMemories(user_id)):
-        raise UnknownUser(f"no memories stored for user {user_id!r}")
-    return user_id
+    return bool((yield HasMemories(user_id)))
 
 
 # -------------------------------------------------------------------------------------------- writes
@@ -218,10 +219,11 @@ def _with_history(result: RecallResult, by_id: dict[str, StoredMemory], user_id:
 
 
 def maintain(ctx: OpContext, user_id: Any, now: datetime | None) -> Op[dict[str, int]]:
-    yield from require_user(user_id)
     at = ctx.clock() if now is None else _ts(now)
     counts: dict[str, int] = {"hot": 0, "warm": 0, "cold": 0, "frozen": 0, "superseded": 0, "invalidated": 0,
                               "pinned": 0}
+    if not (yield from known_user(user_id)):
+        return counts
     offset = 0
     while True:
         page = yield ListMemories(user_id, limit=_PAGE, offset=offset)
@@ -237,7 +239,8 @@ def maintain(ctx: OpContext, user_id: Any, now: datetime | None) -> Op[dict[str,
 
 
 def get_all(user_id: Any, session_id: str | None, limit: int | None) -> Op[list[MemoryRecord]]:
-    yield from require_user(user_id)
+    if not (yield from known_user(user_id)):
+        return []
     records = yield ListMemories(user_id, session_id=session_id, limit=limit)
     return [to_model(r) for r in records]
 
@@ -245,8 +248,10 @@ def get_all(user_id: Any, session_id: str | None, limit: int | None) -> Op[list[
 def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: RecallConfig | None,
            touch: bool, include_history: bool) -> Op[RecallResult]:
     check.query(query, k, mode)
-    yield from require_user(user_id)  # before any model is loaded for the query
     t0 = time.perf_counter()
+    if not (yield from known_user(user_id)):  # before any model is loaded for the query
+        return RecallResult(query=query, user_id=user_id, mode=mode, hits=(), trace=RecallTrace(),
+                            user_known=False)
     cfg = config or (ctx.config if mode == "ripple" else RECIPES[mode])
     if include_history:
         statuses = tuple(dict.fromkeys((*cfg.merge.include_statuses, ACTIVE, SUPERSEDED)))
@@ -265,8 +270,8 @@ def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: 
 
 
 def export(user_id: Any) -> Op[Any]:
-    """The user's records (an iterator, or an async iterator from an async store)."""
-    yield from require_user(user_id)
+    """The user's records (an iterator, or an async iterator from an async store); none for an unknown user."""
+    check.user(user_id)
     return (yield Export(user_id))
 
 

@@ -137,7 +137,11 @@ class Runtime:
         from extractors.text import detect_language, lexical_tokens
 
         pending = vector = tokens = None
-        encode_ms = 0.0
+        encode_ms = load_ms = 0.0
+        if self._embedder is None:  # the first query of a process loads the model: its own stage in the trace
+            t0 = time.perf_counter()
+            _ = self.embedder
+            load_ms = (time.perf_counter() - t0) * 1000.0
         if needs_vectors(config) and self._encode_first:
             # An in-process store reads in Python, holding the GIL: an encoder thread beside it
             # waits up to a switch interval (5 ms) for the GIL after every op it releases it for,
@@ -157,14 +161,18 @@ class Runtime:
         return QueryInput(
             text=query, user_id=user_id, k=k, mode=mode, now=self.clock(), terms=lexical_tokens(query),
             vector=vector, tokens=tokens, token_dim=self.embedder.dim, entity_keys=keys,
-            language=detect_language(query), pending=pending, encode_ms=encode_ms,
+            language=detect_language(query), pending=pending, encode_ms=encode_ms, load_ms=load_ms,
         )
 
     def query_vectors(self, query: str, user_id: str, search: DenseSearch | None) -> QueryVectors:
         """The query's vectors; with ``search`` and a store search callable from this thread, also
         the plan's dense search, run right after encoding (it then overlaps the lexical route the
         plan reads meanwhile, the longer of the two when a query has common words)."""
-        vectors, tokens = self.embedder.encode_with_tokens([query])
+        from .embedding import QueryEncoder
+
+        emb = self.embedder
+        encode = emb.encode_query_with_tokens if isinstance(emb, QueryEncoder) else emb.encode_with_tokens
+        vectors, tokens = encode([query])
         got = QueryVectors(vectors[0], tokens[0])
         if search is not None and self._search_beside is not None:
             got.search = search

@@ -20,22 +20,25 @@ def first_error(exc: ValidationError) -> str:
     """The first of pydantic's errors, in one line."""
     err = exc.errors()[0]
     loc = ".".join(str(x) for x in err.get("loc", ()))
-    return f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid"))
+    msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+    return f"{loc}: {msg}" if loc and not msg.startswith(loc) else msg
 
 
 def items(raw: Iterable[Mapping[str, Any] | AddItem]) -> list[AddItem]:
     """Validated items of ``add_many`` (all of them, before anything is written)."""
+    given = list(raw)
     out: list[AddItem] = []
-    for n, r in enumerate(raw):
+    for n, r in enumerate(given):
+        where = f"item {n}: " if len(given) > 1 else ""
         if isinstance(r, AddItem):
             out.append(r)
             continue
         if not isinstance(r, Mapping):
-            raise InvalidInput(f"item {n} must be a mapping with text and user_id, not {type(r).__name__}")
+            raise InvalidInput(f"{where}an item must be a mapping with text and user_id, not {type(r).__name__}")
         try:
             out.append(AddItem.model_validate(dict(r)))
         except ValidationError as exc:
-            raise InvalidInput(f"item {n}: {first_error(exc)}") from exc
+            raise InvalidInput(f"{where}{first_error(exc)}") from exc
     return out
 
 

@@ -66,7 +66,12 @@ class MemoryNotFound(NotFound):
 
 
 class UnknownUser(NotFound):
-    """The store holds nothing for this user id."""
+    """The store holds nothing for this user id.
+
+    Reads no longer raise it: a user with no memories yet gets empty results
+    (``RecallResult.user_known`` is False), so an agent's first turn for a new
+    user needs no special case.  The class stays for code that catches it.
+    """
 
 
 class StoreError(RippleError):

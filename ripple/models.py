@@ -146,6 +146,7 @@ class RecallResult(_Frozen):
     mode: str
     hits: tuple[RecallHit, ...]
     trace: RecallTrace
+    user_known: bool = Field(True, description="False when the store holds nothing for this user yet (no hits)")
 
     def __len__(self) -> int:
         return len(self.hits)

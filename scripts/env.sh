@@ -18,7 +18,12 @@ if [ ! -f "$VENV/.ripple-deps-ok" ]; then
     mkdir -p "$(dirname "$VENV")"
     "$PY" -m venv "$VENV"
     "$VENV/bin/python" -m pip install --quiet --upgrade pip setuptools wheel >&2
-    "$VENV/bin/python" -m pip install --progress-bar off -e "$ROOT[dev]" >&2
+    if [ -n "${RIPPLE_TORCH_INDEX:-}" ]; then
+        # e.g. https://download.pytorch.org/whl/cpu: the CPU-only torch build, ~4 GB smaller than PyPI's CUDA one
+        echo "ripple: installing torch from $RIPPLE_TORCH_INDEX" >&2
+        "$VENV/bin/python" -m pip install --quiet torch --index-url "$RIPPLE_TORCH_INDEX" >&2
+    fi
+    "$VENV/bin/python" -m pip install --quiet --progress-bar off -e "$ROOT[dev]" >&2
     touch "$VENV/.ripple-deps-ok"
 else
     "$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e "$ROOT" >&2

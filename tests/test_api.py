@@ -16,7 +16,6 @@ from ripple import (
     MemoryNotFound,
     RecallConfig,
     RippleError,
-    UnknownUser,
 )
 
 pytestmark = pytest.mark.slow
@@ -98,8 +97,11 @@ def test_bad_recall_arguments(mem: Memory) -> None:
         mem.recall("who?", user_id="u1", k=0)
     with pytest.raises(InvalidInput):
         mem.recall("who?", user_id="u1", mode="magic")
-    with pytest.raises(UnknownUser):
-        mem.recall("who?", user_id="nobody")
+    # a user with nothing stored yet is not an error: the first turn of every new user recalls nothing
+    empty = mem.recall("who?", user_id="nobody")
+    assert empty.hits == () and empty.user_known is False
+    assert mem.get_all(user_id="nobody") == [] and list(mem.export(user_id="nobody")) == []
+    assert mem.maintain(user_id="nobody")["hot"] == 0
     with pytest.raises(MemoryNotFound):
         mem.get("m_missing")
     with pytest.raises(RippleError):  # one root for everything
@@ -179,8 +181,7 @@ def test_update_delete_forget_delete_all(mem: Memory) -> None:
     counts = mem.delete_all(user_id="u1")
     assert counts["memories"] == len(TWO_HOP) - 1 and counts["entities"] > 0
     assert mem.stats(user_id="u1")["memories"] == 0
-    with pytest.raises(UnknownUser):
-        mem.get_all(user_id="u1")
+    assert mem.get_all(user_id="u1") == [] and mem.recall("Dana?", user_id="u1").user_known is False
 
 
 def test_recall_counts_access(mem: Memory) -> None:

@@ -50,7 +50,31 @@ def test_top_level_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> No
 def test_errors_are_one_line_and_nonzero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--store", str(tmp_path / "s"), "recall", "anything", "--user", "nobody"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("ripple: error:") and "nobody" in err and "Traceback" not in err
+    assert err.startswith("ripple: error:") and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["stats"], ["recall", "q", "--user", "u"], ["export", "--user", "u"],
+                                     ["maintain", "--user", "u"], ["graph", "--user", "u"]])
+def test_reading_a_store_that_does_not_exist_names_the_path_and_creates_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    typo = tmp_path / "typo" / "path"
+    assert main(["--store", str(typo), *command]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ripple: error: no ripple store at") and str(typo) in err
+    assert not typo.exists()
+
+
+def test_version_prints_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.startswith("ripple 0.")
+
+
+@pytest.mark.parametrize(("text", "message"), [("   ", "ripple: error: text is empty"), ("", "ripple: error: text is empty")])
+def test_add_of_an_empty_text_says_so_in_ripples_words(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        text: str, message: str) -> None:
+    assert main(["--store", str(tmp_path / "s"), "add", text, "--user", "u1"]) == 1
+    assert capsys.readouterr().err.strip() == message
 
 
 @pytest.mark.slow
@@ -66,13 +90,21 @@ def test_add_recall_stats_export_import(tmp_path: Path, capsys: pytest.CaptureFi
         encoding="utf-8",
     )
     assert main(["--store", store, "add", "--user", "u1", "--file", str(items)]) == 0
-    assert "stored 2 memories (1 without content skipped)" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "stored 2 memories (1 without content skipped)" in out
+    assert err.count("created a new store at") == 1  # a write command creates the store and says so once
+    assert main(["--store", store, "recall", "nobody's here", "--user", "u9", "--json"]) == 0  # a new user: no error
+    assert json.loads(capsys.readouterr().out)["user_known"] is False
     assert main(["--store", store, "recall", "who runs procurement?", "--user", "u1", "-k", "1", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["hits"][0]["memory"]["text"].startswith("Dana Whitfield")
     assert main(["--store", store, "recall", "张伟在哪里工作", "--user", "u1", "-k", "1", "--explain"]) == 0
-    out = capsys.readouterr().out
-    assert "阿里巴巴" in out and "trace:" in out
+    out, err = capsys.readouterr()
+    assert "阿里巴巴" in out and "trace:" in out and "Loading weights" not in err
+    # recall hits count as use, as the README says (--no-touch looks without touching)
+    assert main(["--store", store, "recall", "张伟在哪里工作", "--user", "u1", "-k", "1", "--json", "--no-touch"]) == 0
+    hit = json.loads(capsys.readouterr().out)["hits"][0]["memory"]
+    assert hit["access_count"] == 1
     assert main(["--store", store, "stats", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["memories"] == 2
     dump = tmp_path / "u1.jsonl"

@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ripple", description="Graph-based associative memory for AI agents.")
     parser.add_argument("--store", help="store URI or folder (default: $RIPPLE_STORE, $RIPPLE_HOME or ~/.ripple)")
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    from ripple import __version__
+
+    parser.add_argument("--version", action="version", version=f"ripple {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, summary) in COMMANDS.items():
         sub.add_parser(name, help=summary, description=summary, add_help=False)

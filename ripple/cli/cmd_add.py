@@ -7,11 +7,11 @@ import json
 import sys
 from datetime import datetime
 
-from ripple import Memory
 from ripple.errors import InvalidInput
 from ripple.settings import RippleSettings
 
 from ._remote import add_server_flags, remote
+from ._store import open_memory
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -43,7 +43,7 @@ def _items(args: argparse.Namespace) -> list[dict[str, object]]:
                     except json.JSONDecodeError as exc:
                         raise InvalidInput(f"{args.file}:{n}: not JSON: {exc}") from exc
         return items
-    if not args.text:
+    if args.text is None:
         raise InvalidInput("give a text or --file")
     item = dict(base, text=args.text)
     if args.at:
@@ -60,12 +60,15 @@ def _items(args: argparse.Namespace) -> list[dict[str, object]]:
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
+    from ripple._validate import items as validated
+
     items = _items(args)
+    validated(items)  # before the store is opened (or created): bad input writes nothing
     client = remote(args)
     if client is not None:
         stored = client.add_many(items)
     else:
-        with Memory(settings=settings) as mem:
+        with open_memory(settings, write=True) as mem:
             stored = mem.add_many(items, progress=True)
     if args.json:
         for m in stored:

@@ -15,9 +15,10 @@ import json
 import sys
 from typing import Any, TextIO
 
-from ripple import Memory
 from ripple.errors import RippleError
 from ripple.settings import RippleSettings
+
+from ._store import open_memory
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace, settings: RippleSettings) -> int:
     out = sys.stdout
     traces = open(args.trace_out, "a", encoding="utf-8") if args.trace_out else None
     seen = 0
-    with Memory(settings=settings) as mem:
+    with open_memory(settings, write=True) as mem:
         session = mem.session(args.user, args.session, agent_id=args.agent, context_window=args.window,
                               budget_ratio=args.budget_ratio)
         try:

@@ -14,11 +14,11 @@ import base64
 import json
 from typing import Any
 
-from ripple import Memory
 from ripple.errors import ConfigError, StoreError
 from ripple.settings import RippleSettings
 
 from ._format import table, width
+from ._store import open_memory
 
 _CELL = 60  # display columns of a table cell before it is clipped
 
@@ -66,7 +66,7 @@ def _cell(value: Any) -> str:
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
     params = _params(args.param)
-    with Memory(settings=settings) as mem:
+    with open_memory(settings) as mem:
         try:
             keys, rows = mem.cypher(args.query, params, write=args.write)
         except StoreError as exc:

@@ -6,8 +6,9 @@ import argparse
 import json
 import sys
 
-from ripple import Memory
 from ripple.settings import RippleSettings
+
+from ._store import open_memory
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -16,7 +17,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
-    with Memory(settings=settings) as mem:
+    with open_memory(settings) as mem:
         out = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8")
         n = 0
         try:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from ripple import Memory
 from ripple.settings import RippleSettings
+
+from ._store import open_memory
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -15,7 +16,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
-    with Memory(settings=settings) as mem:
+    with open_memory(settings) as mem:
         gone = mem.forget(args.memory_id, query=args.query, user_id=args.user)
     print(f"forgot {gone.id}: {gone.text}")
     return 0

@@ -11,10 +11,12 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ripple import Memory
 from ripple.settings import RippleSettings
 
+from ._store import open_memory
+
 if TYPE_CHECKING:
+    from ripple import Memory
     from ripple.models import RecallResult
     from ripple.viz import GraphView
 
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace, settings: RippleSettings) -> int:
 
     if args.limit < 1:
         raise InvalidInput(f"--limit must be at least 1, got {args.limit}")
-    with Memory(settings=settings) as mem:
+    with open_memory(settings) as mem:
         index = GraphIndex.from_records(mem.export(user_id=args.user))
         entity = index.find_entity(args.around) if args.around else None
         if args.around and entity is None:
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace, settings: RippleSettings) -> int:
     return 0
 
 
-def write_recall_graph(mem: Memory, result: "RecallResult", out: str, *, limit: int | None = None) -> "GraphView":
+def write_recall_graph(mem: "Memory", result: "RecallResult", out: str, *, limit: int | None = None) -> "GraphView":
     """The page of one recall (``ripple recall --graph``): its hits in the user's graph."""
     from ripple.viz import GraphIndex, build_graph, hits_from_recall
     from ripple.viz.graph import DEFAULT_LIMIT

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from ripple import Memory
 from ripple.settings import RippleSettings
+
+from ._store import open_memory
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -15,7 +16,7 @@ def register(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
-    with Memory(settings=settings) as mem:
+    with open_memory(settings) as mem:
         counts = mem.maintain(user_id=args.user)
     if args.json:
         print(json.dumps(counts))

@@ -75,8 +75,10 @@ class PlanResult:
 class StageTimer:
     """Wall time and size of each stage, in order (the result's trace)."""
 
-    def __init__(self, encode_ms: float = 0.0) -> None:
+    def __init__(self, encode_ms: float = 0.0, load_ms: float = 0.0) -> None:
         self.stages: list[tuple[str, float, int, dict[str, Any]]] = []
+        if load_ms:
+            self.stages.append(("load.models", load_ms, 1, {}))
         if encode_ms:
             self.stages.append(("seed.encode", encode_ms, 1, {}))
         self._t = time.perf_counter()

@@ -289,13 +289,19 @@ class MergeConfig(_Config):
                     " it off. It lifted HotpotQA R@5 .810 -> .870 and MuSiQue .645 -> .672 (flat from .3 to 2);"
                     " chat turns have no title line and are untouched",
     )
+    when_weight: float = Field(
+        0.3, ge=0,
+        description="bonus share for memories that happened, or name a time, within a time the query names ('in"
+                    " June', 'on 13 October 2023', '2023年7月'); relative times in memories ('last month') are read"
+                    " against their own date at ingest (extractors.timeexpr); 0 turns it off",
+    )
     tiers: TierConfig = TierConfig()
     include_statuses: tuple[str, ...] = ("active",)
 
     def has_priors(self) -> bool:
         """True when any prior read from the records changes a score."""
         return bool(self.time_weight or self.recency_cue_weight or self.importance_weight or self.confidence_weight
-                    or self.speaker_weight or self.title_weight or self.tiers.enabled)
+                    or self.speaker_weight or self.title_weight or self.when_weight or self.tiers.enabled)
 
 
 class RerankMethod(str, Enum):

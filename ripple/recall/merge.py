@@ -7,7 +7,7 @@ functions decide the scores.
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from graphstore.records import MemoryRecord
 
@@ -17,7 +17,10 @@ from .config import MergeConfig, RecallConfig, RerankMethod, TierConfig
 from .query import QueryInput, has_recency_cue
 from .scoring import recency_factor
 
-__all__ = ["merge_channels", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "path_to"]
+if TYPE_CHECKING:
+    from datetime import date
+
+__all__ = ["merge_channels", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "when_boosts", "path_to"]
 
 
 def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config: RecallConfig, k: int) -> list[Candidate]:
@@ -78,6 +81,7 @@ def apply_priors(q: QueryInput, cands: list[Candidate], records: Mapping[str, Me
     cand_records = [records[c.id] for c in cands]
     speaker_boost = speaker_boosts(q.text, cand_records, cfg.speaker_weight)
     title_boost = title_boosts(q.text, cand_records, cfg.title_weight)
+    when_boost = when_boosts(q.text, q.now, cand_records, cfg.when_weight)
     for c in cands:
         rec = records[c.id]
         c.importance = rec.importance
@@ -86,7 +90,7 @@ def apply_priors(q: QueryInput, cands: list[Candidate], records: Mapping[str, Me
         c.tier, tier_weight = tier_of(rec, q.now, tiers)
         c.score = c.score * (1.0 - time_w + time_w * c.recency) + cfg.importance_weight * (rec.importance - 0.5)
         c.score *= (1.0 - conf_w + conf_w * rec.confidence) * tier_weight * speaker_boost.get(c.id, 1.0)
-        c.score *= title_boost.get(c.id, 1.0)
+        c.score *= title_boost.get(c.id, 1.0) * when_boost.get(c.id, 1.0)
     cands.sort(key=lambda c: (-c.score, c.id))
     return cands, time_w
 
@@ -155,6 +159,46 @@ def title_boosts(query: str, records: Sequence[MemoryRecord], weight: float) -> 
         if title is not None and names_title(query_key, title_key(title)):
             out[rec.id] = 1.0 + weight
     return out
+
+
+def when_boosts(query: str, now: float, records: Sequence[MemoryRecord], weight: float) -> dict[str, float]:
+    """Score multipliers for memories in a time the query names (memory id -> ``1 + weight``).
+
+    "What did Maria donate in December 2023?" is about what happened then: a
+    memory counts when its event time falls in a named range, or when a time it
+    names does ("we went camping last month", resolved against its own date when
+    it was stored).  Queries that name no time change nothing.
+    """
+    if weight <= 0 or not records:
+        return {}
+    from datetime import datetime, timezone
+
+    from extractors.timeexpr import overlaps, query_times
+
+    asked = query_times(query, datetime.fromtimestamp(now, tz=timezone.utc))
+    if not asked:
+        return {}
+    out = {}
+    for rec in records:
+        day = datetime.fromtimestamp(rec.at, tz=timezone.utc).date()
+        spans = [(day, day), *_stored_times(rec)]
+        if any(overlaps(a, s) for a in asked for s in spans):
+            out[rec.id] = 1.0 + weight
+    return out
+
+
+def _stored_times(rec: MemoryRecord) -> list[tuple["date", "date"]]:
+    """The times a memory names, as the write path resolved them (metadata["ripple"]["times"])."""
+    if '"times"' not in rec.metadata_json:
+        return []
+    import json
+    from datetime import date
+
+    try:
+        times = json.loads(rec.metadata_json).get("ripple", {}).get("times", [])
+        return [(date.fromisoformat(a), date.fromisoformat(b)) for a, b in times]
+    except (ValueError, TypeError, AttributeError):
+        return []
 
 
 def path_to(node: str, parents: Mapping[str, Edge], sources: set[str]) -> list[Edge]:

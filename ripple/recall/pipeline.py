@@ -36,7 +36,7 @@ __all__ = ["recall_plan"]
 
 def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, PlanResult]:
     """Run one recall; see the module docstring for the protocol."""
-    timer = StageTimer(q.encode_ms)
+    timer = StageTimer(q.encode_ms, q.load_ms)
     q, seeded = yield from seed_stage(q, config, timer)
     results = yield from spread_stage(q, config, seeded, timer)
     cands = merge_channels(seeded, results, config, q.k)

