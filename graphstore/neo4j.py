@@ -598,6 +598,14 @@ def _nearest_cypher(label: str) -> dict[str, str]:
     belong to the user (and have one of ``$statuses``).
     """
     status = " AND n.status IN $statuses" if label == "Memory" else ""
+    # the exact top $k of the index candidates ``nodes`` that are the user's
+    users_top = f"""CALL (nodes) {{
+    UNWIND nodes AS n
+    WITH n WHERE n.user_id = $user{status}
+    WITH n, vector.similarity.cosine(n.embedding, $vector) AS s WHERE s IS NOT NULL
+    ORDER BY s DESC LIMIT $k
+    RETURN collect([n.id, s]) AS hits
+}}"""
     return {
         "population": f"MATCH (n:{label} {{user_id: $user}}) WITH n LIMIT $probe RETURN count(n) AS population",
         "exact": f"""
@@ -610,13 +618,7 @@ RETURN n.id AS id, s
         "indexed": f"""
 CALL db.index.vector.queryNodes($index, $candidates, $vector) YIELD node, score
 WITH count(node) AS found, min(score) AS floor, collect(node) AS nodes
-CALL (nodes) {{
-    UNWIND nodes AS n
-    WITH n WHERE n.user_id = $user{status}
-    WITH n, vector.similarity.cosine(n.embedding, $vector) AS s WHERE s IS NOT NULL
-    ORDER BY s DESC LIMIT $k
-    RETURN collect([n.id, s]) AS hits
-}}
+{users_top}
 RETURN found, floor, hits
 """,
         # ``population`` then ``exact`` or ``indexed`` in one statement (``found`` is -1 after an exact scan);
@@ -637,13 +639,7 @@ CALL (population) {{
     WITH population WHERE population >= $probe
     CALL db.index.vector.queryNodes($index, $candidates, $vector) YIELD node, score
     WITH population, count(node) AS found, min(score) AS floor, collect(node) AS nodes
-    CALL (nodes) {{
-        UNWIND nodes AS n
-        WITH n WHERE n.user_id = $user{status}
-        WITH n, vector.similarity.cosine(n.embedding, $vector) AS s WHERE s IS NOT NULL
-        ORDER BY s DESC LIMIT $k
-        RETURN collect([n.id, s]) AS hits
-    }}
+    {users_top}
     RETURN population AS p, found, floor, hits
 }}
 RETURN population, found, floor, hits

@@ -382,23 +382,25 @@ class ExpandWalk(StoreRequest[R]):
     labels: tuple[str, ...] | None = None
     method: ClassVar[str] = "expand"
 
-    def _steps(self, whole: bool) -> Generator[tuple[str, list[str]], Any, R]:
-        """The walk as store reads: yields ``("neighbourhood" | "expand", ids)``, receives their answers."""
+    def _steps(self, whole: bool) -> Generator[StoreRequest[Any], Any, R]:
+        """The walk as store reads (:class:`Expand` per hop, or one :class:`_Neighbourhood` first):
+        yields the requests, receives their answers."""
         try:
             frontier = next(self.walk)
             rows_of: dict[str, list[Neighbor]] | None = None
             if whole and self.max_hops > 0:
-                rows_of = yield "neighbourhood", frontier
+                rows_of = yield _Neighbourhood(self.user_id, frontier, self.edge_types, self.max_hops - 1,
+                                               self.max_degree, self.labels)
             while True:
                 if rows_of is None:
-                    rows: list[Neighbor] = yield "expand", frontier
+                    rows: list[Neighbor] = yield Expand(self.user_id, frontier, self.edge_types, self.max_degree)
                 else:
                     ids = list(dict.fromkeys(frontier))
                     missing = [i for i in ids if i not in rows_of]
                     if missing:  # reached through data written since the neighbourhood was read
                         for i in missing:
                             rows_of[i] = []
-                        for row in (yield "expand", missing):
+                        for row in (yield Expand(self.user_id, missing, self.edge_types, self.max_degree)):
                             rows_of[row.source].append(row)
                     rows = [row for i in ids for row in rows_of[i]]
                 frontier = self.walk.send(rows)
@@ -406,36 +408,41 @@ class ExpandWalk(StoreRequest[R]):
             return cast(R, done.value)
 
     def call(self, store: GraphStore) -> R:
-        whole = isinstance(store, SupportsNeighbourhood)
-        steps = self._steps(whole)
+        steps = self._steps(isinstance(store, SupportsNeighbourhood))
         try:
-            kind, ids = next(steps)
+            step = next(steps)
             while True:
-                if kind == "neighbourhood":
-                    answer: Any = cast(SupportsNeighbourhood, store).neighbourhood(
-                        self.user_id, ids, self.edge_types, reach=self.max_hops - 1, max_degree=self.max_degree,
-                        labels=self.labels)
-                else:
-                    answer = store.expand(self.user_id, ids, self.edge_types, max_degree=self.max_degree)
-                kind, ids = steps.send(answer)
+                step = steps.send(step.call(store))
         except StopIteration as done:
             return cast(R, done.value)
 
     async def acall(self, store: AsyncGraphStore) -> R:
-        whole = isinstance(store, SupportsNeighbourhood)
-        steps = self._steps(whole)
+        steps = self._steps(isinstance(store, SupportsNeighbourhood))
         try:
-            kind, ids = next(steps)
+            step = next(steps)
             while True:
-                if kind == "neighbourhood":
-                    answer: Any = await cast(Any, store).neighbourhood(
-                        self.user_id, ids, self.edge_types, reach=self.max_hops - 1, max_degree=self.max_degree,
-                        labels=self.labels)
-                else:
-                    answer = await store.expand(self.user_id, ids, self.edge_types, max_degree=self.max_degree)
-                kind, ids = steps.send(answer)
+                step = steps.send(await step.acall(store))
         except StopIteration as done:
             return cast(R, done.value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Neighbourhood(StoreRequest[dict[str, list[Neighbor]]]):
+    """:meth:`~graphstore.SupportsNeighbourhood.neighbourhood`, asked by :class:`ExpandWalk` only of a
+    store that offers it."""
+
+    user_id: str
+    sources: Sequence[str]
+    edge_types: Sequence[str]
+    reach: int
+    max_degree: int | None
+    labels: Sequence[str] | None
+    method: ClassVar[str] = "neighbourhood"
+
+    def call(self, store: GraphStore) -> dict[str, list[Neighbor]]:
+        return cast(SupportsNeighbourhood, store).neighbourhood(
+            self.user_id, self.sources, self.edge_types, reach=self.reach, max_degree=self.max_degree,
+            labels=self.labels)
 
 
 # ---------------------------------------------------------------------------------------- documents
