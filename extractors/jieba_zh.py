@@ -28,7 +28,7 @@ from .normalize import entity_key, is_valid_entity
 from .speaker import SpeakerTurn, split_speaker
 from .text import _jieba
 
-__all__ = ["JiebaExtractor", "FLAG_LABELS"]
+__all__ = ["JiebaExtractor", "FLAG_LABELS", "person_words"]
 
 #: jieba flag -> entity label.  ``nrt`` (transliterated names) also tags foreign
 #: places, companies (阿里巴巴) and some plain words in jieba's dictionary, so it
@@ -60,6 +60,11 @@ def _posseg() -> Any:
     import jieba.posseg as pseg
 
     return pseg
+
+
+def person_words(han: str) -> list[str]:
+    """The words of a Han run that jieba tags as person names (``nr``, ``nrfg``), courtesy words left out."""
+    return [w for w, flag in _posseg().cut(han) if flag in ("nr", "nrfg") and w not in _NOT_ENTITIES]
 
 
 @dataclass(frozen=True, slots=True)

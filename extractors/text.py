@@ -194,6 +194,44 @@ def lexical_tokens(text: str, *, stem: bool = True, keep_stopwords: bool = False
     return out
 
 
+# Capitalised words that are dates, not names: a question's "in June" is answered from a memory's
+# own date, whose text rarely says "June".
+_CALENDAR_WORDS: frozenset[str] = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec "
+    "monday tuesday wednesday thursday friday saturday sunday".split()
+)
+_SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s*|\n)\s*[\"'“‘(]*$")
+
+
+def name_tokens(text: str) -> list[str]:
+    """The lexical tokens of the capitalised words inside a sentence: the names a query asks about.
+
+    A question about "Joanna" asked of a user who never mentioned anyone of
+    that name is about something else, however well its other words match;
+    recall's calibrated relevance uses this.  Sentence-initial words are left
+    out (a capital there says nothing), and so are stop words, month and day
+    names.  Han script has no capitals: there, the words jieba tags as person
+    names (``nr``) are the names.
+
+    >>> name_tokens("What did Nate cook for Joanna's party in New York?")
+    ['nate', 'joanna', 'new', 'york']
+    """
+    out: list[str] = []
+    for m in _SCRIPT_RUNS.finditer(text):
+        han, word = m.group(1), m.group(4)
+        if han:
+            from extractors.jieba_zh import person_words
+
+            out.extend(person_words(han))
+            continue
+        if (not word or not word[0].isupper() or word.lower() in _CALENDAR_WORDS
+                or _SENTENCE_START.search(text[: m.start()])):
+            continue
+        out.extend(lexical_tokens(word))
+    return out
+
+
 def estimate_tokens(text: str) -> int:
     """Estimate of LLM tokens in ``text`` without a tokenizer.
 

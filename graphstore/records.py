@@ -20,6 +20,7 @@ __all__ = [
     "WriteBatch",
     "LexicalRows",
     "usable_terms",
+    "df_cap",
     "EDGE_MENTIONS",
     "EDGE_RELATED",
     "EDGE_NEXT",
@@ -144,12 +145,16 @@ class LexicalRows:
     postings: list[tuple[str, str, int, int]]
 
 
+def df_cap(n_docs: int, max_df_ratio: float, max_df: int | None) -> float:
+    """The most memories a query term may be in and still count: ``max(1, max_df_ratio * n_docs)``,
+    and at most ``max_df``: a commoner word's postings cost far more to read than its low IDF adds."""
+    cap: float = max(1, max_df_ratio * n_docs)
+    return cap if max_df is None else min(cap, max_df)
+
+
 def usable_terms(terms: Sequence[str], df: Mapping[str, int], n_docs: int, max_df_ratio: float,
                  max_df: int | None) -> list[str]:
     """Distinct query terms worth reading postings for: in at least one active memory and in at most
-    ``max(1, max_df_ratio * n_docs)`` of them (and at most ``max_df``): a common word's postings
-    cost far more to read than its low IDF adds."""
-    cap: float = max(1, max_df_ratio * n_docs)
-    if max_df is not None:
-        cap = min(cap, max_df)
+    :func:`df_cap` of them."""
+    cap = df_cap(n_docs, max_df_ratio, max_df)
     return [t for t in dict.fromkeys(terms) if 0 < df.get(t, 0) <= cap]

@@ -279,7 +279,8 @@ class Memory(_Client):
         return self._drive(ops.history(memory_id))
 
     def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple",
-               config: RecallConfig | None = None, touch: bool = True, include_history: bool = False) -> RecallResult:
+               config: RecallConfig | None = None, touch: bool = True, include_history: bool = False,
+               min_relevance: float | None = None) -> RecallResult:
         """The ``k`` memories most related to ``query``, each with its score parts and path.
 
         ``mode`` names a recipe (:data:`ripple.recall.recipes.RECIPES`):
@@ -289,10 +290,14 @@ class Memory(_Client):
         baselines.  ``config`` runs a plan of your own instead.  Superseded
         memories are left out unless ``include_history=True``, which puts every
         version of a hit next to it, oldest first.  ``touch`` counts the hits
-        as used (which keeps them in the hot forgetting tier).
+        as used (which keeps them in the hot forgetting tier).  Every hit has a
+        calibrated ``relevance`` in [0, 1] beside its ranking ``score``;
+        ``min_relevance`` drops hits below it, so an unrelated question can
+        return nothing.
         """
         with one_blas_thread():
-            return self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history))
+            return self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history,
+                                          min_relevance))
 
     def maintain(self, *, user_id: str, now: datetime | None = None) -> dict[str, int]:
         """A maintenance pass: how many of a user's memories are in each forgetting tier now.
@@ -478,10 +483,11 @@ class AsyncMemory(_Client):
 
     async def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple",
                      config: RecallConfig | None = None, touch: bool = True,
-                     include_history: bool = False) -> RecallResult:
+                     include_history: bool = False, min_relevance: float | None = None) -> RecallResult:
         """The ``k`` memories most related to ``query`` (see :meth:`Memory.recall`)."""
         with one_blas_thread():
-            return await self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history))
+            return await self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history,
+                                                min_relevance))
 
     async def maintain(self, *, user_id: str, now: datetime | None = None) -> dict[str, int]:
         """See :meth:`Memory.maintain`."""

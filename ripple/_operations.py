@@ -132,7 +132,7 @@ def forget(ctx: OpContext, memory_id: str | None, query: str | None, user_id: st
     if query is not None:
         if user_id is None:
             raise InvalidInput("forget(query=...) needs user_id=")
-        found = yield from recall(ctx, query, user_id, 1, "ripple", None, False, False)
+        found = yield from recall(ctx, query, user_id, 1, "ripple", None, False, False, None)
         if not found.hits:
             raise MemoryNotFound(f"no active memory of {user_id!r} matches {query!r}")
         memory_id = found.hits[0].memory.id
@@ -246,8 +246,9 @@ def get_all(user_id: Any, session_id: str | None, limit: int | None) -> Op[list[
 
 
 def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: RecallConfig | None,
-           touch: bool, include_history: bool) -> Op[RecallResult]:
+           touch: bool, include_history: bool, min_relevance: float | None = None) -> Op[RecallResult]:
     check.query(query, k, mode)
+    floor = check.relevance_floor(min_relevance)
     t0 = time.perf_counter()
     if not (yield from known_user(user_id)):  # before any model is loaded for the query
         return RecallResult(query=query, user_id=user_id, mode=mode, hits=(), trace=RecallTrace(),
@@ -258,6 +259,8 @@ def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: 
         cfg = cfg.model_copy(update={"merge": cfg.merge.model_copy(update={"include_statuses": statuses})})
     q = yield PrepareQuery(query, user_id, k, mode, cfg)
     plan = yield from recall_plan(q, cfg)
+    if floor:
+        plan.hits = [c for c in plan.hits if c.relevance >= floor]
     result = recall_result(q, plan, (time.perf_counter() - t0) * 1000.0)
     if include_history and result.hits:
         result = yield from _with_history(result, plan.records, user_id)

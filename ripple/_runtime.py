@@ -134,7 +134,7 @@ class Runtime:
     # -- queries -------------------------------------------------------------------------
     def query_input(self, query: str, user_id: str, k: int, mode: str, config: RecallConfig) -> QueryInput:
         """Everything CPU-bound about a query; its vectors now (in-process store) or beside the plan."""
-        from extractors.text import detect_language, lexical_tokens
+        from extractors.text import detect_language, lexical_tokens, name_tokens
 
         pending = vector = tokens = None
         encode_ms = load_ms = 0.0
@@ -161,7 +161,7 @@ class Runtime:
         return QueryInput(
             text=query, user_id=user_id, k=k, mode=mode, now=self.clock(), terms=lexical_tokens(query),
             vector=vector, tokens=tokens, token_dim=self.embedder.dim, entity_keys=keys,
-            language=detect_language(query), pending=pending, encode_ms=encode_ms, load_ms=load_ms,
+            language=detect_language(query), names=name_tokens(query), pending=pending, encode_ms=encode_ms, load_ms=load_ms,
         )
 
     def query_vectors(self, query: str, user_id: str, search: DenseSearch | None) -> QueryVectors:

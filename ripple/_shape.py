@@ -44,8 +44,9 @@ def recall_result(q: QueryInput, plan: PlanResult, total_ms: float) -> RecallRes
         )
         hits.append(
             RecallHit(
-                memory=to_model(plan.records[c.id]), score=float(c.score), rank=rank, path=path, via=c.via,
-                parts=ScoreParts(seed=c.seed, lexical=c.lexical, dense=c.dense, late=c.late,
+                memory=to_model(plan.records[c.id]), score=float(c.score), relevance=round(c.relevance, 6), rank=rank,
+                path=path, via=c.via,
+                parts=ScoreParts(seed=c.seed, lexical=c.lexical, dense=c.dense, late=c.late, coverage=c.coverage,
                                  activation=c.activation, channels=dict(c.channels), recency=c.recency,
                                  importance=c.importance, confidence=c.confidence, tier=c.tier, rerank=c.rerank),
             )

@@ -54,6 +54,15 @@ def memory_id(value: Any) -> str:
     return value
 
 
+def relevance_floor(value: Any) -> float:
+    """``min_relevance``: None (no floor) or a number in [0, 1]."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        raise InvalidInput(f"min_relevance must be None or a number between 0 and 1, not {value!r}")
+    return float(value)
+
+
 def query(text: Any, k: Any, mode: Any) -> None:
     if not isinstance(text, str) or not text.strip():
         raise InvalidInput("query must be a non-empty string")

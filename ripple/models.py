@@ -102,6 +102,7 @@ class ScoreParts(_Frozen):
     lexical: float = 0.0
     dense: float = 0.0
     late: float = 0.0
+    coverage: float = Field(0.0, description="share of the query's informative words (IDF-weighted) the memory holds")
     activation: float = Field(0.0, description="the spreading channels' weighted sum")
     channels: dict[str, float] = Field(
         default_factory=dict, description="activation from each channel that reached the memory, before its weight"
@@ -117,7 +118,11 @@ class RecallHit(_Frozen):
     """A recalled memory with its score and the path that reached it."""
 
     memory: MemoryRecord
-    score: float
+    score: float = Field(description="ranking score, normalised per query (the best hit scores about 1)")
+    relevance: float = Field(
+        0.0, description="calibrated 0-1 chance that the memory is relevant at all, comparable across queries "
+        "(mostly the query's: an unrelated question gives every hit a low value; rank within a query by score)"
+    )
     rank: int
     parts: ScoreParts
     path: tuple[PathStep, ...] = Field((), description="empty for seeds; else seed -> ... -> this memory")

@@ -142,7 +142,7 @@ def test_memories_add_get_recall_update_history_forget_delete(api: httpx.Client)
 
 def test_users_cannot_reach_each_other(api: httpx.Client) -> None:
     alice, bob = user(), user()
-    secret = add(api, alice, "Alice's locker code is 4711.")
+    secret = add(api, alice, "Alice's locker code is QZX-4711.")
     add(api, bob, "Bob keeps his bicycle in the basement.")
     mid = secret["id"]
     refused = [
@@ -156,7 +156,7 @@ def test_users_cannot_reach_each_other(api: httpx.Client) -> None:
     for r in refused:
         assert r.status_code == 404 and error(r) == {
             "code": "memory_not_found", "message": f"no memory with id '{mid}' for user '{bob}'"}
-        assert "4711" not in r.text
+        assert "QZX" not in r.text
     # the same answer as an id that does not exist: nothing to learn from probing
     assert error(api.get(f"/v1/users/{bob}/memories/m_nope"))["message"] == f"no memory with id 'm_nope' for user '{bob}'"
     # nothing changed for Alice
@@ -164,9 +164,9 @@ def test_users_cannot_reach_each_other(api: httpx.Client) -> None:
     assert (kept["text"], kept["status"], kept["metadata"]) == (secret["text"], "active", {})
     # Bob's reads never return Alice's memories
     hits = api.post(f"/v1/users/{bob}/recall", json={"query": "What is the locker code?", "k": 10}).json()["hits"]
-    assert all(h["memory"]["user_id"] == bob for h in hits) and "4711" not in json.dumps(hits)
-    assert "4711" not in api.get(f"/v1/users/{bob}/memories").text
-    assert "4711" not in api.get(f"/v1/users/{bob}/export").text
+    assert all(h["memory"]["user_id"] == bob for h in hits) and "QZX" not in json.dumps(hits)
+    assert "QZX" not in api.get(f"/v1/users/{bob}/memories").text
+    assert "QZX" not in api.get(f"/v1/users/{bob}/export").text
     # a body cannot name another user
     r = api.post(f"/v1/users/{bob}/memories", json={"text": "Planted memory.", "user_id": alice})
     assert r.status_code == 422 and error(r)["code"] == "invalid_request"

@@ -150,9 +150,10 @@ class Window:
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
         rnd = self._round + 1 if (role == "user" or not self.turns and self.next_seq == 1) else self._round
-        if tool_call_id is not None and tool_call_id in self._calls:
-            unit = self._calls[tool_call_id]
-        else:
+        call_unit = self._calls.get(tool_call_id) if tool_call_id is not None else None
+        if call_unit is not None and any(t.unit == call_unit and t.round == self._round for t in self.turns):
+            unit = call_unit
+        else:  # a new unit; also a result whose call is gone or in an older round (joining would split a unit)
             unit = self._unit + 1
         return Turn(seq=self.next_seq, role=role, text=text, tokens=self._count(text) + self._overhead, at=at,
                     round=rnd, unit=unit, memory_ids=tuple(memory_ids), tool_call_id=tool_call_id,

@@ -23,6 +23,7 @@ class Candidate:
     lexical: float = 0.0
     dense: float = 0.0
     late: float = 0.0
+    coverage: float = 0.0  # share of the query's informative words the memory holds
     activation: float = 0.0  # the channels' weighted sum
     channels: dict[str, float] = field(default_factory=dict)  # channel name -> activation (before its weight)
     recency: float = 1.0
@@ -30,6 +31,7 @@ class Candidate:
     confidence: float = 1.0
     tier: str = "hot"
     rerank: float | None = None
+    relevance: float = 0.0  # calibrated: how likely this memory is relevant at all (see ripple.recall.relevance)
     via: str = "seed"  # "seed", or the name of the channel that gave it most of its score
     path: list[Edge] = field(default_factory=list)
 
@@ -50,6 +52,8 @@ class Seeded:
     ranked: list[str] = field(default_factory=list)
     top: float = 1.0
     n_docs: int | None = None  # the user's memories as the lexical route counted them (None: it did not run)
+    known: float = 1.0  # share of the query's informative words the user's memories hold at all
+    names_known: float = 1.0  # share of the names the query asks about that the user's memories hold
 
 
 @dataclass(slots=True)

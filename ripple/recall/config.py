@@ -35,6 +35,7 @@ __all__ = [
     "MergeConfig",
     "RerankMethod",
     "RerankConfig",
+    "RelevanceConfig",
     "RecallConfig",
 ]
 
@@ -304,6 +305,32 @@ class MergeConfig(_Config):
                     or self.speaker_weight or self.title_weight or self.when_weight or self.tiers.enabled)
 
 
+class RelevanceConfig(_Config):
+    """The logistic model of a hit's calibrated relevance (see :mod:`ripple.recall.relevance`):
+    ``sigmoid(bias + sum(weight * input))`` over the hit's MaxSim, dense cosine and word
+    coverage, the query's known shares and best candidate signals, and its script.
+
+    Fitted by ``python -m benchmarks calibrate --dataset locomo,zh`` on the development
+    conversations (LoCoMo's four and the two Chinese ones: own questions' evidence against the
+    hits of the same questions asked of another user, and off-topic questions); ``floor`` keeps
+    97% of the answerable questions answered there (benchmarks/RESULTS.md, "Calibrated
+    relevance", has the leave-one-conversation-out figures).  The signals' scale belongs to the
+    embedder: these values are for the default (all-MiniLM-L6-v2) and uncalibrated for any other.
+    """
+
+    late: float = -1.254
+    dense: float = 2.638
+    coverage: float = 6.325
+    known: float = 3.013
+    names_known: float = 3.252
+    top_late: float = -1.329
+    top_dense: float = 16.069
+    top_coverage: float = 2.886
+    cjk: float = -5.054
+    bias: float = -12.481
+    floor: float = Field(0.47, ge=0.0, le=1.0, description="the calibrated floor: a hit below it is probably unrelated")
+
+
 class RerankMethod(str, Enum):
     NONE = "none"
     MAXSIM = "maxsim"
@@ -326,3 +353,4 @@ class RecallConfig(_Config):
     spread: SpreadConfig = SpreadConfig()
     merge: MergeConfig = MergeConfig()
     rerank: RerankConfig = RerankConfig()
+    relevance: RelevanceConfig = RelevanceConfig()

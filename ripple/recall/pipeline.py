@@ -18,6 +18,7 @@ the edge path from a seed.
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from typing import Any, Generator
 
 from graphstore.requests import EntityNames, GetMemories
@@ -28,6 +29,7 @@ from .channels import spread_stage
 from .config import RecallConfig
 from .merge import apply_priors, merge_channels
 from .query import QueryInput
+from .relevance import assign_relevance, query_signals
 from .rerank import rerank_stage
 from .seed import seed_stage
 
@@ -50,6 +52,9 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, 
     timer.lap("merge.records", len(cands), time_weight=time_w)
     cands = yield from rerank_stage(q, cands, records, config.rerank, timer)
     hits = cands[: q.k]
+    signals = query_signals(q, seeded)
+    assign_relevance(hits, seeded.cands, signals, config.relevance)
+    timer.lap("relevance", len(hits), **{k: round(v, 4) for k, v in asdict(signals).items()})
     names: dict[str, str] = {}
     for res in results.values():
         names.update(res.entity_names)

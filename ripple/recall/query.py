@@ -8,7 +8,7 @@ the plan already reads the lexical route (see :class:`QueryInput.pending`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .config import RecallConfig, SeedMethod
@@ -56,6 +56,7 @@ class QueryInput:
     token_dim: int
     entity_keys: list[str]
     language: str = "en"
+    names: list[str] = field(default_factory=list)  # lexical tokens of the names the query asks about
     # The query's vectors while the driver is still computing them (an opaque handle): the plan
     # runs the lexical route meanwhile and collects them with a CollectQueryVectors request,
     # which answers with a QueryVectors.

@@ -54,6 +54,40 @@ def bm25(
     return scores
 
 
+def term_coverage(
+    query_terms: Sequence[str],
+    postings: Iterable[tuple[str, str, int, int]],
+    *,
+    n_docs: int,
+    df: Mapping[str, int],
+    cap: float,
+) -> tuple[dict[str, float], float]:
+    """How much of the query's informative words each document holds, and the user's memories hold.
+
+    Each distinct query term weighs its IDF (a term no memory has weighs the
+    most: ``df = 0``); terms in more than ``cap`` memories carry no information
+    and are left out.  Returns ``({doc: matched weight / total}, known weight /
+    total)``: absolute shares in [0, 1] that mean the same for every query,
+    unlike BM25 scores.  "What is the capital of Peru?" asked of a user who
+    never mentioned Peru has ``known`` near .5 whatever the ranking says.
+    """
+    weights: dict[str, float] = {}
+    for term in dict.fromkeys(query_terms):
+        n = df.get(term, 0)
+        if n <= cap:
+            weights[term] = math.log(1.0 + (n_docs - n + 0.5) / (n + 0.5)) if n_docs > 0 else 1.0
+    total = sum(weights.values())
+    if total <= 0:
+        return {}, 1.0
+    matched: dict[str, float] = {}
+    for term, doc, _tf, _dl in postings:
+        w = weights.get(term)
+        if w is not None:
+            matched[doc] = matched.get(doc, 0.0) + w
+    known = sum(w for t, w in weights.items() if df.get(t, 0) > 0)
+    return {d: min(1.0, m / total) for d, m in matched.items()}, known / total
+
+
 def maxsim(query_tokens: "np.ndarray", docs: Mapping[str, "np.ndarray"]) -> dict[str, float]:
     """Late-interaction score: mean over query tokens of the best-matching doc token.
 

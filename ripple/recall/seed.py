@@ -12,14 +12,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generator
 
-from graphstore.records import LexicalRows
+from graphstore.records import LexicalRows, df_cap
 from graphstore.requests import LexicalRoute, NearestMemories, TokenVectors
 
 from .._requests import CollectQueryVectors, Request
 from .candidates import Candidate, Seeded, StageTimer
 from .config import RecallConfig, SeedConfig, SeedMethod
 from .query import QueryInput, QueryVectors, dense_search, pool_size
-from .scoring import bm25, maxsim_stacked, minmax, rrf, top, weighted_sum
+from .scoring import bm25, maxsim_stacked, minmax, rrf, term_coverage, top, weighted_sum
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,6 +34,9 @@ class Routes:
     lexical: dict[str, float]
     dense: dict[str, float]
     n_docs: int | None  # None when the lexical route did not run
+    coverage: dict[str, float]  # share of the query's informative words each memory holds (scoring.term_coverage)
+    known: float  # share of them the user's memories hold at all
+    names_known: float  # share of the names the query asks about that the user's memories hold
 
 
 def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, tuple[QueryInput, Routes]]:
@@ -42,13 +45,19 @@ def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any,
     lexical: dict[str, float] = {}
     dense: dict[str, float] = {}
     n_docs: int | None = None
+    coverage: dict[str, float] = {}
+    known = names_known = 1.0
     if seed_cfg.method != SeedMethod.DENSE and q.terms:
         # statistics, then the postings of the terms not too common to be worth reading
         route: LexicalRows = yield LexicalRoute(q.user_id, q.terms, seed_cfg.max_df_ratio, seed_cfg.max_df)
-        n_docs = route.n_docs
-        if route.postings:
-            lexical = bm25(q.terms, route.postings, n_docs=n_docs, avg_len=route.avg_len, df=route.df,
-                           k1=seed_cfg.bm25_k1, b=seed_cfg.bm25_b)
+        n_docs, df, rows = route.n_docs, route.df, route.postings
+        if rows:
+            lexical = bm25(q.terms, rows, n_docs=n_docs, avg_len=route.avg_len, df=df, k1=seed_cfg.bm25_k1, b=seed_cfg.bm25_b)
+        cap = df_cap(n_docs, seed_cfg.max_df_ratio, seed_cfg.max_df)
+        coverage, known = term_coverage(q.terms, rows, n_docs=n_docs, df=df, cap=cap)
+        names = set(q.names)
+        if names:
+            names_known = sum(1 for t in names if df.get(t, 0) > 0) / len(names)
     search = dense_search(q.k, config)
     early: list[tuple[str, float]] | None = None
     if q.pending is not None:  # the encoder ran while the lexical route read the postings
@@ -60,7 +69,7 @@ def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any,
         if early is None:
             early = yield NearestMemories(q.user_id, q.vector, search.pool, search.statuses)
         dense = dict(early)
-    return q, Routes(lexical, dense, n_docs)
+    return q, Routes(lexical, dense, n_docs, coverage, known, names_known)
 
 
 # ------------------------------------------------------------------------------------------- seeders
@@ -81,8 +90,9 @@ def _lexical_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: S
     yield from ()
     lexical = routes.lexical
     ranked = top(lexical, pool_size(config, q.k))
-    return Seeded({i: Candidate(i, score=lexical[i], seed=lexical[i], lexical=lexical[i]) for i in ranked},
-                  final=True, n_docs=routes.n_docs)
+    return Seeded({i: Candidate(i, score=lexical[i], seed=lexical[i], lexical=lexical[i],
+                                coverage=routes.coverage.get(i, 0.0)) for i in ranked},
+                  final=True, n_docs=routes.n_docs, known=routes.known, names_known=routes.names_known)
 
 
 def _rrf_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: StageTimer) -> Generator[Request, Any, Seeded]:
@@ -91,10 +101,11 @@ def _rrf_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Stage
     n = pool_size(config, q.k)
     fused = rrf([top(routes.dense, n), top(routes.lexical, n)], k=config.seed.rrf_k)
     cands = {
-        i: Candidate(i, score=fused[i], seed=fused[i], lexical=routes.lexical.get(i, 0.0), dense=routes.dense.get(i, 0.0))
+        i: Candidate(i, score=fused[i], seed=fused[i], lexical=routes.lexical.get(i, 0.0), dense=routes.dense.get(i, 0.0),
+                     coverage=routes.coverage.get(i, 0.0))
         for i in top(fused, n)
     }
-    return Seeded(cands, final=True, n_docs=routes.n_docs)
+    return Seeded(cands, final=True, n_docs=routes.n_docs, known=routes.known, names_known=routes.names_known)
 
 
 def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: StageTimer) -> Generator[Request, Any, Seeded]:
@@ -125,13 +136,15 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
     for i in pool:
         seed_scores.setdefault(i, 0.0)
     cands = {
-        i: Candidate(i, seed=s, lexical=lexical.get(i, 0.0), dense=dense.get(i, 0.0), late=late.get(i, 0.0))
+        i: Candidate(i, seed=s, lexical=lexical.get(i, 0.0), dense=dense.get(i, 0.0), late=late.get(i, 0.0),
+                     coverage=routes.coverage.get(i, 0.0))
         for i, s in seed_scores.items()
     }
     timer.lap("seed.late_interaction", len(late), pool=len(pool))
     top_seed = max(seed_scores.values(), default=0.0) or 1.0
     norm = {i: s / top_seed for i, s in seed_scores.items()}
-    return Seeded(cands, final=False, norm=norm, ranked=top(norm, len(norm)), top=top_seed, n_docs=routes.n_docs)
+    return Seeded(cands, final=False, norm=norm, ranked=top(norm, len(norm)), top=top_seed, n_docs=routes.n_docs,
+                  known=routes.known, names_known=routes.names_known)
 
 
 #: Seed method -> the function that turns the routes into seeds.

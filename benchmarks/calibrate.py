@@ -1,0 +1,215 @@
+"""``python -m benchmarks calibrate``: fit calibrated relevance and measure abstention.
+
+Each conversation of the development sets is one user.  Every question is
+asked of its own user (its evidence hits are the positives) and of another
+user ("foreign": conversation i's questions asked of conversation i+1's user,
+whose memories cannot answer them; every hit is a negative), plus a few
+questions about nothing any user said.  A logistic model of the hits'
+absolute signals (:func:`ripple.recall.relevance.features`) is fitted, and a
+floor chosen so that evidence is kept.  Both are chosen leave-one-
+conversation-out: for each conversation, the model and the floor are fitted
+without it (neither its questions nor its user), then scored on it.
+
+Reported per conversation and pooled, at the floor:
+
+* ``foreign_empty``: the share of foreign questions that return nothing;
+* ``evidence_kept``: of the evidence hits an own question returned without a
+  floor, the share still returned;
+* ``own_answered``: the share of own questions with evidence in the top k that
+  still return at least one evidence hit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from benchmarks.datasets import Dataset, default_data_dir
+from ripple.recall.config import RelevanceConfig
+from ripple.recall.relevance import FEATURES, relevance
+
+__all__ = ["OFF_TOPIC", "collect", "fit_logistic", "choose_floor", "register", "run"]
+
+#: Questions about nothing a development conversation is about (English and Chinese).
+OFF_TOPIC = [
+    "What is the capital of Peru?", "How many moons does Jupiter have?", "Who wrote the Magna Carta?",
+    "What is the boiling point of tungsten?", "Which team won the 1998 World Cup?",
+    "秘鲁的首都是哪里？", "木星有多少颗卫星？", "量子隧穿效应是什么？",
+]
+
+
+def collect(ds: Dataset, folder: str, user_now: dict[str, float], k: int, progress: bool) -> list[dict[str, Any]]:
+    """One row per hit: conversation asked of, conversation asked from, kind (own, foreign, off), label, signals."""
+    from tqdm import tqdm
+
+    from ripple import Memory
+
+    users = sorted({q.user_id for q in ds.queries})
+    other = {u: users[(i + 1) % len(users)] for i, u in enumerate(users)}
+    asks = [(q, q.user_id, "own") for q in ds.queries] + [(q, other[q.user_id], "foreign") for q in ds.queries]
+    asks += [(None, u, "off") for u in users for _ in range(1)]
+    clock: list[float | None] = [None]
+    rows: list[dict[str, Any]] = []
+    with Memory(path=folder, clock=lambda: clock[0] or time.time()) as mem:
+        for q, user, kind in tqdm(asks, desc=f"calibrate {ds.name}", disable=not progress, file=sys.stderr):
+            texts = [q.text] if q is not None else OFF_TOPIC
+            for n, text in enumerate(texts):
+                clock[0] = user_now.get(user)
+                res = mem.recall(text, user_id=user, k=k, touch=False)
+                signals = next((s.detail for s in res.trace.stages if s.name == "relevance"), {})
+                query_x = [float(signals.get(name, 0.0)) for name in FEATURES[3:]]
+                qid = q.id if q is not None else f"off-{user}-{n}"
+                gold = set(q.gold) if (q is not None and kind == "own") else set()
+                for h in res.hits:
+                    doc = h.memory.metadata.get("doc_id", h.memory.id)
+                    rows.append({"q": qid, "asked_of": user, "from": q.user_id if q is not None else None,
+                                 "kind": kind, "gold": doc in gold, "via": h.via, "rank": h.rank,
+                                 "x": [h.parts.late, h.parts.dense, h.parts.coverage, *query_x],
+                                 "source": h.path[0].source if h.path else None, "act": h.parts.channels.get(h.via, 0.0),
+                                 "id": h.memory.id})
+    return rows
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 1e-3, iters: int = 50) -> np.ndarray:
+    """Weights (last = bias) of an L2-regularised logistic regression, by Newton's method (IRLS)."""
+    xb = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(xb.shape[1])
+    pos = max(1, int(y.sum()))
+    neg = max(1, len(y) - pos)
+    sw = np.where(y > 0, len(y) / (2 * pos), len(y) / (2 * neg))  # balanced classes
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-np.clip(xb @ w, -60, 60)))
+        grad = xb.T @ (sw * (p - y)) + l2 * np.r_[w[:-1], 0]
+        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + l2 * np.eye(len(w))
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w
+
+
+def _relevance(rows: list[dict[str, Any]], w: np.ndarray) -> dict[int, float]:
+    """Each row's relevance under weights ``w`` (own signals; spread hits also through their source)."""
+    cfg = weights_config(w)
+    own = [relevance(r["x"], cfg) for r in rows]
+    by_q: dict[tuple[str, str], dict[str, float]] = {}
+    for r, v in zip(rows, own):
+        by_q.setdefault((r["q"], r["asked_of"]), {})[r["id"]] = v
+    out = {}
+    for i, (r, v) in enumerate(zip(rows, own)):
+        src = by_q[(r["q"], r["asked_of"])].get(r["source"] or "")
+        out[i] = max(v, src * min(1.0, r["act"])) if src is not None else v
+    return out
+
+
+def weights_config(w: Sequence[float]) -> RelevanceConfig:
+    """The fitted weights (bias last) as a relevance configuration."""
+    return RelevanceConfig(**dict(zip(FEATURES, map(float, w[:-1]))), bias=float(w[-1]))
+
+
+def _scores(rows: list[dict[str, Any]], rel: dict[int, float], floor: float) -> dict[str, float]:
+    foreign: dict[str, bool] = {}
+    own_any: dict[str, bool] = {}
+    kept = total = 0
+    for i, r in enumerate(rows):
+        above = rel[i] >= floor
+        if r["kind"] in ("foreign", "off"):
+            key = f"{r['q']}@{r['asked_of']}"
+            foreign[key] = foreign.get(key, True) and not above
+        elif r["gold"]:
+            total += 1
+            kept += above
+            own_any[r["q"]] = own_any.get(r["q"], False) or above
+    return {"foreign_empty": sum(foreign.values()) / max(1, len(foreign)), "evidence_kept": kept / max(1, total),
+            "own_answered": sum(own_any.values()) / max(1, len(own_any)), "n_foreign": len(foreign),
+            "n_evidence": total}
+
+
+def choose_floor(rows: list[dict[str, Any]], rel: dict[int, float], keep: float) -> float:
+    """The highest floor at which ``keep`` of the own questions with evidence among their hits
+    still return some of it (a question is answered by its best evidence hit)."""
+    best: dict[str, float] = {}
+    for i, r in enumerate(rows):
+        if r["gold"]:
+            best[r["q"]] = max(best.get(r["q"], 0.0), rel[i])
+    if not best:
+        return 0.5
+    ranked = sorted(best.values())
+    return float(ranked[int((1.0 - keep) * len(ranked))])
+
+
+def _fit_rows(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    use = [r for r in rows if r["gold"] or r["kind"] != "own"]
+    x = np.array([r["x"] for r in use], dtype=np.float64)
+    y = np.array([1.0 if r["gold"] else 0.0 for r in use])
+    return x, y
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", default="locomo,zh", help="comma-separated multi-conversation datasets")
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--keep", type=float, default=0.97, help="share of answerable own questions the floor must keep answered (default .97)")
+    parser.add_argument("--store-cache", type=Path, default=None, help="folder to keep ingested stores in")
+    parser.add_argument("--out", type=Path, default=None, help="JSON with rows, folds and the fitted model")
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
+    from benchmarks.loo import _ingest
+    from benchmarks.run import load_datasets
+
+    data_args = argparse.Namespace(sizes=[10_000], users=10, seed=0, n_queries=200, limit=None)
+    rows: list[dict[str, Any]] = []
+    for name in [d.strip() for d in args.dataset.split(",") if d.strip()]:
+        (ds,) = list(load_datasets([name], Path(args.data_dir or default_data_dir()), data_args))
+        tmp = None
+        folder = (args.store_cache / name) if args.store_cache else Path(tmp := tempfile.mkdtemp(prefix="ripple-cal-"))
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            marker = folder / "user_now.json"
+            if marker.is_file():
+                user_now = json.loads(marker.read_text())
+            else:
+                user_now = _ingest(ds, str(folder), not args.no_progress)
+                marker.write_text(json.dumps(user_now))
+            rows += collect(ds, str(folder), user_now, args.k, not args.no_progress)
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+    users = sorted({r["asked_of"] for r in rows})
+    folds = []
+    for user in users:
+        train = [r for r in rows if r["asked_of"] != user and r["from"] != user]
+        test = [r for r in rows if r["asked_of"] == user]
+        w = fit_logistic(*_fit_rows(train))
+        floor = choose_floor(train, _relevance(train, w), args.keep)
+        folds.append({"user": user, "weights": w.tolist(), "floor": floor, **_scores(test, _relevance(test, w), floor)})
+    w_all = fit_logistic(*_fit_rows(rows))
+    rel_all = _relevance(rows, w_all)
+    floor_all = choose_floor(rows, rel_all, args.keep)
+    pooled_loo = {m: float(np.average([f[m] for f in folds],
+                                      weights=[f["n_foreign" if m == "foreign_empty" else "n_evidence"] for f in folds]))
+                  for m in ("foreign_empty", "evidence_kept", "own_answered")}
+    print("| conversation | floor | foreign questions returning nothing | evidence kept | own questions answered |")
+    print("|---|---|---|---|---|")
+    for f in folds:
+        print(f"| {f['user']} | {f['floor']:.3f} | {f['foreign_empty']:.3f} | {f['evidence_kept']:.3f} | {f['own_answered']:.3f} |")
+    print(f"| **pooled (LOO)** | | **{pooled_loo['foreign_empty']:.3f}** | **{pooled_loo['evidence_kept']:.3f}** |"
+          f" **{pooled_loo['own_answered']:.3f}** |")
+    print(f"\nfitted on everything: {weights_config(w_all)!r}; floor keeping {args.keep:.0%} of own questions answered: {floor_all:.3f};"
+          f" in-sample {json.dumps({k: round(v, 3) for k, v in _scores(rows, rel_all, floor_all).items()})}")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"command": "python -m benchmarks " + " ".join(argv or sys.argv[1:]),
+                                        "weights": w_all.tolist(), "floor": floor_all, "folds": folds,
+                                        "loo": pooled_loo, "rows": rows}))
+    return 0

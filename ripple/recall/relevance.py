@@ -1,0 +1,96 @@
+"""Calibrated relevance: a score that means the same for every query, so "nothing relevant" can be said.
+
+Ranking scores are normalised per query (the best hit always scores about
+1), so an unrelated question ("what is the capital of Peru?" asked of a user
+who only talked about work) returns the user's memories at full score.  An
+agent needs the opposite: a number in [0, 1] it can hold against a fixed
+floor.  Every hit gets one from signals that are absolute rather than
+per-query, of two kinds:
+
+* the hit's own: the dense cosine and the token MaxSim between query and
+  memory (one embedder always gives the same scale) and the share of the
+  query's informative words the memory holds;
+* the query's: how much of the query the user's memories know at all (the
+  share of its informative words, the share of the names it asks about: a
+  question about "Joanna" asked of a user who never mentioned her is about
+  something else), and the best cosine, MaxSim and word share any candidate
+  reached (an answerable question has at least one close memory);
+* the query's script: the default embedder (MiniLM) was trained on English,
+  and its cosines between Chinese texts sit on another scale.
+
+A logistic model maps them to a probability; its coefficients are fitted on
+development data by ``python -m benchmarks calibrate`` (see
+:class:`~ripple.recall.config.RelevanceConfig` for the fitted values, the
+data and the command).  A memory reached by spreading is as relevant as the
+seed it was reached from, scaled by the activation that reached it, unless
+its own signals say more.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from .candidates import Candidate, Seeded
+from .config import RelevanceConfig
+from .query import QueryInput
+
+__all__ = ["QuerySignals", "query_signals", "features", "relevance", "assign_relevance", "FEATURES"]
+
+#: The model's inputs, in the order of :func:`features` (and of RelevanceConfig's weights).
+FEATURES: tuple[str, ...] = ("late", "dense", "coverage", "known", "names_known", "top_late", "top_dense",
+                             "top_coverage", "cjk")
+
+
+@dataclass(frozen=True, slots=True)
+class QuerySignals:
+    """What the whole query has: how much of it the user knows, and its best candidate signals."""
+
+    known: float = 1.0
+    names_known: float = 1.0
+    top_late: float = 0.0
+    top_dense: float = 0.0
+    top_coverage: float = 0.0
+    cjk: float = 0.0  # 1 for a query in a CJK script, else 0
+
+
+def query_signals(q: QueryInput, seeded: Seeded) -> QuerySignals:
+    """The query's signals from every scored candidate (the seed pool, not only the hits)."""
+    pool = seeded.cands.values()
+    return QuerySignals(
+        known=seeded.known, names_known=seeded.names_known,
+        top_late=max((c.late for c in pool), default=0.0), top_dense=max((c.dense for c in pool), default=0.0),
+        top_coverage=max((c.coverage for c in pool), default=0.0), cjk=0.0 if q.language == "en" else 1.0,
+    )
+
+
+def features(c: Candidate, s: QuerySignals) -> tuple[float, ...]:
+    """The model's inputs for one candidate (see :data:`FEATURES`)."""
+    return c.late, c.dense, c.coverage, s.known, s.names_known, s.top_late, s.top_dense, s.top_coverage, s.cjk
+
+
+def relevance(x: Sequence[float], cfg: RelevanceConfig) -> float:
+    """The logistic model: ``sigmoid(bias + sum(weight * input))``."""
+    z = cfg.bias + sum(getattr(cfg, name) * v for name, v in zip(FEATURES, x))
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def assign_relevance(cands: Sequence[Candidate], pool: Mapping[str, Candidate], signals: QuerySignals,
+                     cfg: RelevanceConfig) -> None:
+    """Set ``relevance`` on ``cands``; ``pool`` holds every scored candidate, so the source of a
+    spread hit's path can be looked up even when it did not make the list."""
+    own: dict[str, float] = {}
+
+    def of(c: Candidate) -> float:
+        if c.id not in own:
+            own[c.id] = relevance(features(c, signals), cfg)
+        return own[c.id]
+
+    for c in cands:
+        r = of(c)
+        if c.path and c.via in c.channels:
+            source = pool.get(c.path[0].source)
+            if source is not None:
+                r = max(r, of(source) * min(1.0, c.channels[c.via]))
+        c.relevance = r
