@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("benchmarks.calibrate", "fit calibrated relevance and measure abstention on foreign questions"),
     "loo": ("benchmarks.loo", "compare recall plans per conversation and choose by leave-one-conversation-out"),
     "agent": ("benchmarks.agent", "agent layer: token estimate, add and context latency, patrol precision"),
+    "shards": ("benchmarks.shards", "sharded store on two Neo4j servers: routing by id, recall, a move"),
 }
 
 

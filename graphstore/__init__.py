@@ -7,7 +7,10 @@ Neo4j driver loads only when a Neo4j URI is used:
   SQLite store (default);
 * ``bolt://``, ``neo4j://`` (routing, for clusters) and their ``+s``/``+ssc``
   variants — a Neo4j server;
-* ``memory://`` — a new, empty in-process graph (the reference store, nothing persists).
+* ``memory://`` — a new, empty in-process graph (the reference store, nothing persists);
+* ``neo4j+shards://host1:7687,host2:7687`` (or ``bolt+shards://``, ``neo4j+s+shards://``, ...)
+  — users spread over several Neo4j servers, one user on one server
+  (:mod:`graphstore.sharded`); ``shards:URI1;URI2`` does the same over any stores.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from .protocol import (
     SupportsBatchEntitySearch,
     SupportsBatchMemorySearch,
     SupportsCypher,
+    SupportsShards,
 )
 from .records import (
     EDGE_MENTIONS,
@@ -67,6 +71,7 @@ __all__ = [
     "Credentials",
     "InProcessStore",
     "SupportsCypher",
+    "SupportsShards",
     "SupportsBatchEntitySearch",
     "SupportsBatchMemorySearch",
 ]
@@ -112,6 +117,8 @@ def open_store(
     constructor.
     """
     text = os.fspath(uri)
+    if text.startswith(_SHARDED_SCHEMES):
+        return _open_sharded(text, asynchronous, credentials, create, options)
     if is_neo4j_uri(text):
         creds = credentials or Credentials()
         kwargs = {"user": creds.user, "password": creds.password, "database": creds.database, **options}
@@ -132,16 +139,46 @@ def open_store(
     elif "://" in text:
         from ripple.errors import ConfigError
 
-        raise ConfigError(f"unknown store URI scheme in {text!r}: use a folder path, sqlite://, memory://, bolt:// or neo4j://")
+        raise ConfigError(f"unknown store URI scheme in {text!r}: use a folder path, sqlite://, memory://, bolt://,"
+                          " neo4j://, neo4j+shards:// or shards:")
     from .sqlite import SQLiteStore
 
     store = cast(GraphStore, SQLiteStore(text, create=create, **options))
     return as_async(store) if asynchronous else store
 
 
+_SHARDED_SCHEMES = ("shards:", *(s.replace("://", "+shards://") for s in _NEO4J_SCHEMES))
+_SHARDED_OPTIONS = ("refresh", "move_wait", "grace")
+
+
+def _open_sharded(text: str, asynchronous: bool, credentials: Credentials | None, create: bool,
+                  options: dict[str, Any]) -> GraphStore | AsyncGraphStore:
+    """A sharded store (:mod:`graphstore.sharded`) over the stores the URI names, each opened on first use,
+    so a shard that is down fails only its own users (``create`` applies to each shard)."""
+    from .sharded import AsyncShardedStore, ShardedStore, parse_sharded_uri
+
+    names, uris = parse_sharded_uri(text)
+    own = {k: options.pop(k) for k in _SHARDED_OPTIONS if k in options}
+
+    def opener(shard_uri: str) -> Any:
+        if asynchronous:
+            return lambda: open_store(shard_uri, asynchronous=True, credentials=credentials, create=create, **options)
+        return lambda: open_store(shard_uri, credentials=credentials, create=create, **options)
+
+    if asynchronous:
+        return cast(AsyncGraphStore, AsyncShardedStore([opener(u) for u in uris], names=names, uris=uris, uri=text,
+                                                       **own))
+    return cast(GraphStore, ShardedStore([opener(u) for u in uris], names=names, uris=uris, uri=text, **own))
+
+
 def store_exists(uri: str | os.PathLike[str]) -> bool:
-    """False only for an embedded store that has not been created yet (servers always exist)."""
+    """False only for an embedded store that has not been created yet (servers always exist; a sharded
+    store exists when every shard does)."""
     text = os.fspath(uri)
+    if text.startswith(_SHARDED_SCHEMES):
+        from .sharded import parse_sharded_uri
+
+        return all(store_exists(u) for u in parse_sharded_uri(text)[1])
     if is_neo4j_uri(text) or text == "memory://":
         return True
     if text.startswith("sqlite://"):

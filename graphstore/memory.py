@@ -28,6 +28,7 @@ from ripple.errors import StoreError
 
 from .protocol import ACTIVE
 from .records import (
+    DocumentRecord,
     EDGE_MENTIONS,
     EDGE_NEXT,
     EDGE_RELATED,
@@ -253,6 +254,17 @@ class InMemoryStore:
                 return True, 0
             t.documents[(user_id, key)] = (current + 1, value_json, at)
             return True, current + 1
+
+    def documents(self, user_id: str) -> list[DocumentRecord]:
+        """The user's documents, by key."""
+        with self._locked() as t:
+            return [DocumentRecord(u, k, *t.documents[(u, k)]) for (u, k) in sorted(t.documents) if u == user_id]
+
+    def restore_documents(self, documents: Sequence[DocumentRecord]) -> None:
+        """Store the documents as given, versions included (the other half of :meth:`documents`)."""
+        with self._locked() as t:
+            for d in documents:
+                t.documents[(d.user_id, d.key)] = (d.version, d.value_json, d.updated_at)
 
     # -- reads by id / key -------------------------------------------------------------------
     def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:

@@ -129,6 +129,7 @@ from ripple.errors import SchemaError, StoreError, StoreUnavailable
 
 from .protocol import ACTIVE
 from .records import (
+    DocumentRecord,
     EDGE_MENTIONS,
     EDGE_NEXT,
     EDGE_RELATED,
@@ -587,6 +588,16 @@ REMOVE d.locked
 """
 _UNLOCK_DOCUMENT = "MATCH (d:Document {user_id: $user, key: $key}) REMOVE d.locked"
 _DROP_DOCUMENT = "MATCH (d:Document {user_id: $user, key: $key}) DELETE d"
+_DOCUMENTS = """
+MATCH (d:Document {user_id: $user}) WHERE d.value IS NOT NULL
+RETURN d.key AS key, d.version AS version, d.value AS value, d.updated_at AS updated_at ORDER BY key
+"""
+_RESTORE_DOCUMENTS = """
+UNWIND $rows AS row
+MERGE (d:Document {user_id: row.user, key: row.key})
+SET d.version = row.version, d.value = row.value, d.updated_at = row.at
+REMOVE d.locked
+"""
 
 
 def _nearest_cypher(label: str) -> dict[str, str]:
@@ -1354,6 +1365,17 @@ class _Neo4jCore:
 
         return (yield _Tx(True, body))
 
+    def _plan_documents(self, user_id: str) -> _Plan[list[DocumentRecord]]:
+        rows = yield _read(_DOCUMENTS, user=user_id)
+        return [DocumentRecord(user_id, str(r["key"]), int(r["version"]), str(r["value"]), float(r["updated_at"]))
+                for r in rows]
+
+    def _plan_restore_documents(self, documents: Sequence[DocumentRecord]) -> _Plan[None]:
+        if documents:
+            yield _write(_RESTORE_DOCUMENTS, rows=[
+                {"user": d.user_id, "key": d.key, "version": d.version, "value": d.value_json, "at": d.updated_at}
+                for d in documents])
+
     # -- graph -------------------------------------------------------------------------------------
     def _plan_related_edges(
         self, user_id: str, source_ids: Sequence[str], predicates: Sequence[str]
@@ -1652,6 +1674,12 @@ class Neo4jStore(_Neo4jCore):
     ) -> tuple[bool, int]:
         return self._drive(self._plan_put_document(user_id, key, value_json, expected_version, at))
 
+    def documents(self, user_id: str) -> list[DocumentRecord]:
+        return self._drive(self._plan_documents(user_id))
+
+    def restore_documents(self, documents: Sequence[DocumentRecord]) -> None:
+        return self._drive(self._plan_restore_documents(documents))
+
 
 # -- the asynchronous store: the same plans, awaited -------------------------------------------------------
 class AsyncNeo4jStore(_Neo4jCore):
@@ -1846,3 +1874,9 @@ class AsyncNeo4jStore(_Neo4jCore):
         self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
     ) -> tuple[bool, int]:
         return await self._drive(self._plan_put_document(user_id, key, value_json, expected_version, at))
+
+    async def documents(self, user_id: str) -> list[DocumentRecord]:
+        return await self._drive(self._plan_documents(user_id))
+
+    async def restore_documents(self, documents: Sequence[DocumentRecord]) -> None:
+        return await self._drive(self._plan_restore_documents(documents))

@@ -17,7 +17,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Literal, Protocol, Sequence, runtime_checkable
 
-from .records import EdgeRecord, EntityRecord, LexicalRows, MemoryRecord, Neighbor, WriteBatch
+from .records import (
+    DocumentRecord,
+    EdgeRecord,
+    EntityRecord,
+    LexicalRows,
+    MemoryRecord,
+    MoveReport,
+    Neighbor,
+    ShardMove,
+    ShardsReport,
+    WriteBatch,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,6 +41,7 @@ __all__ = [
     "SupportsCypher",
     "SupportsLexicalRoute",
     "SupportsNeighbourhood",
+    "SupportsShards",
     "InProcessStore",
     "ACTIVE",
     "SUPERSEDED",
@@ -197,6 +209,18 @@ class GraphStore(Protocol):
         """
         ...
 
+    def documents(self, user_id: str) -> list[DocumentRecord]:
+        """Every document of a user, by key, with its version (to copy the user to another store)."""
+        ...
+
+    def restore_documents(self, documents: Sequence[DocumentRecord]) -> None:
+        """Store documents exactly as given, versions included, in one transaction.
+
+        Not a compare-and-set: this is the other half of copying a user to another store
+        (:meth:`documents` on the source), so the copy's versions continue the original's.
+        """
+        ...
+
 
 @runtime_checkable
 class AsyncGraphStore(Protocol):
@@ -249,6 +273,8 @@ class AsyncGraphStore(Protocol):
     async def put_document(
         self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
     ) -> tuple[bool, int]: ...
+    async def documents(self, user_id: str) -> list[DocumentRecord]: ...
+    async def restore_documents(self, documents: Sequence[DocumentRecord]) -> None: ...
 
 
 @runtime_checkable
@@ -319,6 +345,43 @@ class SupportsCypher(Protocol):
     def cypher(
         self, query: str, params: dict[str, Any] | None = None, *, write: bool = False
     ) -> tuple[list[str], list[list[Any]]]: ...
+
+
+@runtime_checkable
+class SupportsShards(Protocol):
+    """Optional: the store spreads users over several stores (:class:`graphstore.sharded.ShardedStore`).
+
+    ``ripple shards`` drives it; the async twin has the same methods, awaited.
+    """
+
+    def shard_of(self, user_id: str) -> str:
+        """The name of the shard that serves the user now."""
+        ...
+
+    def shards_report(self) -> ShardsReport:
+        """Users and counts per shard, and the routing state every process shares."""
+        ...
+
+    def move_user(self, user_id: str, to: str, *, batch_size: int = 500) -> MoveReport:
+        """Move a user to shard ``to`` without loss (or resume its interrupted move)."""
+        ...
+
+    def abort_move(self, user_id: str) -> ShardMove:
+        """Roll back a move that has not switched yet: the copy is deleted, the user stays."""
+        ...
+
+    def change_ring(self, ring: Sequence[str]) -> dict[str, str]:
+        """Make ``ring`` the shards the hash spreads users over, moving nobody: the users whose
+        shard would change stay where they are (parked; returned as user -> shard)."""
+        ...
+
+    def rebalance(self, *, limit: int | None = None, batch_size: int = 500) -> list[MoveReport]:
+        """Move parked users (and users pinned to a shard outside the ring) to their hash owner."""
+        ...
+
+    def shard_name(self, name_or_index: str | int) -> str:
+        """A shard's name from its name, its address or its position in the store URI."""
+        ...
 
 
 @runtime_checkable

@@ -18,6 +18,11 @@ __all__ = [
     "EdgeRecord",
     "Neighbor",
     "WriteBatch",
+    "DocumentRecord",
+    "ShardStatus",
+    "ShardMove",
+    "ShardsReport",
+    "MoveReport",
     "LexicalRows",
     "usable_terms",
     "df_cap",
@@ -130,6 +135,82 @@ class WriteBatch:
         self.edges.extend(other.edges)
 
 
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRecord:
+    """A user's versioned JSON document, whole: what copying a user to another store carries
+    (the version too, so a compare-and-set against the copy means what it meant against the original)."""
+
+    user_id: str
+    key: str
+    version: int
+    value_json: str
+    updated_at: float
+
+
+# -- sharded stores (graphstore.sharded) -----------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ShardStatus:
+    """One shard as ``ripple shards status`` shows it.
+
+    ``users`` counts the users this shard serves; ``memories``/``entities`` count everything stored
+    on it, including ``stray_users``: copies of users served by another shard (a move that was
+    interrupted after its switch, until it is resumed).  ``error`` is why the shard could not be
+    read (the counts are then 0).
+    """
+
+    name: str
+    uri: str
+    in_ring: bool
+    users: int
+    memories: int
+    entities: int
+    stray_users: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShardMove:
+    """A move of one user between shards that has started and not finished.
+
+    ``state`` is ``copying`` (the user is served by ``source``; its writes wait) or ``switched``
+    (served by ``target``; the copy left on ``source`` is still to be deleted).
+    """
+
+    user_id: str
+    source: str
+    target: str
+    state: str
+    started_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ShardsReport:
+    """Every shard's counts, the routing state shared by all processes, and the moves under way."""
+
+    shards: tuple[ShardStatus, ...]
+    ring: tuple[str, ...]
+    ring_next: tuple[str, ...] | None
+    pinned_users: int  # moved on purpose: they stay where they are
+    parked_users: int  # left in place by a ring change: ``ripple shards rebalance`` moves them
+    moves: tuple[ShardMove, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MoveReport:
+    """What a finished move copied, checked and deleted."""
+
+    user_id: str
+    source: str
+    target: str
+    memories: int
+    entities: int
+    edges: int
+    documents: int
+    checked_reads: int
+    seconds: float
+    resumed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

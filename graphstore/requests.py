@@ -30,7 +30,7 @@ from .protocol import (
     SupportsLexicalRoute,
     SupportsNeighbourhood,
 )
-from .records import EdgeRecord, EntityRecord, LexicalRows, MemoryRecord, Neighbor, WriteBatch, usable_terms
+from .records import DocumentRecord, EdgeRecord, EntityRecord, LexicalRows, MemoryRecord, Neighbor, WriteBatch, usable_terms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,6 +51,7 @@ __all__ = [
     "Users",
     "NearestMemories",
     "NearestMemoriesBatch",
+    "NearestEntities",
     "NearestEntitiesBatch",
     "LexicalStats",
     "Postings",
@@ -62,6 +63,8 @@ __all__ = [
     "Walk",
     "GetDocument",
     "PutDocument",
+    "Documents",
+    "RestoreDocuments",
     "Export",
     "Stats",
     "Cypher",
@@ -228,6 +231,17 @@ class NearestMemories(StoreRequest[list[tuple[str, float]]]):
 
     def call(self, store: GraphStore) -> list[tuple[str, float]]:
         return store.nearest_memories(self.user_id, self.vector, self.k, statuses=self.statuses)
+
+
+@dataclass(frozen=True, slots=True)
+class NearestEntities(StoreRequest[list[tuple[str, float]]]):
+    user_id: str
+    vector: "np.ndarray"
+    k: int
+    method: ClassVar[str] = "nearest_entities"
+
+    def call(self, store: GraphStore) -> list[tuple[str, float]]:
+        return store.nearest_entities(self.user_id, self.vector, self.k)
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,6 +484,24 @@ class PutDocument(StoreRequest[tuple[bool, int]]):
     def call(self, store: GraphStore) -> tuple[bool, int]:
         return store.put_document(self.user_id, self.key, self.value_json, expected_version=self.expected_version,
                                   at=self.at)
+
+
+@dataclass(frozen=True, slots=True)
+class Documents(StoreRequest[list[DocumentRecord]]):
+    user_id: str
+    method: ClassVar[str] = "documents"
+
+    def call(self, store: GraphStore) -> list[DocumentRecord]:
+        return store.documents(self.user_id)
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreDocuments(StoreRequest[None]):
+    documents: Sequence[DocumentRecord]
+    method: ClassVar[str] = "restore_documents"
+
+    def call(self, store: GraphStore) -> None:
+        return store.restore_documents(self.documents)
 
 
 # ---------------------------------------------------------------------------------------- housekeeping

@@ -46,6 +46,7 @@ from ripple.errors import SchemaError, StoreError, StoreUnavailable
 
 from .protocol import ACTIVE
 from .records import (
+    DocumentRecord,
     EDGE_MENTIONS,
     EDGE_RELATED,
     EDGE_TYPES,
@@ -859,3 +860,14 @@ class SQLiteStore:
                 return True, 0
             db.execute("INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?)", (user_id, key, current + 1, value_json, at))
             return True, current + 1
+
+    def documents(self, user_id: str) -> list[DocumentRecord]:
+        with self._read() as db:
+            rows = db.execute("SELECT key, version, value, updated_at FROM documents WHERE user_id=? ORDER BY key",
+                              (user_id,)).fetchall()
+        return [DocumentRecord(user_id, str(k), int(v), str(value), float(at)) for k, v, value, at in rows]
+
+    def restore_documents(self, documents: Sequence[DocumentRecord]) -> None:
+        with self._tx() as db:
+            db.executemany("INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?)",
+                           [(d.user_id, d.key, d.version, d.value_json, d.updated_at) for d in documents])

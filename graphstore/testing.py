@@ -34,6 +34,7 @@ from .records import (
     EDGE_RELATED,
     EDGE_RETRACTS,
     EDGE_SUPERSEDES,
+    DocumentRecord,
     EdgeRecord,
     EntityRecord,
     MemoryRecord,
@@ -660,3 +661,32 @@ class GraphStoreConformance:
             assert again.get_document("u1", "wm/a/t/state") == (1, '{"step": 3}', 5.0)
         finally:
             again.close()
+
+    def test_documents_list_a_users_documents_with_versions(self, store: GraphStore) -> None:
+        """``documents`` returns every document of one user by key, versions included, nothing of another."""
+        store.put_document("u1", "wm/b", '{"n": 1}', expected_version=0, at=1.0)
+        store.put_document("u1", "wm/b", '{"n": 2}', expected_version=1, at=2.0)
+        store.put_document("u1", "画像/张伟", '"喜欢绿茶"', expected_version=0, at=3.0)
+        store.put_document("u2", "wm/b", '"other"', expected_version=0, at=4.0)
+        store.put_document("u1", "gone", '1', expected_version=0, at=5.0)
+        store.put_document("u1", "gone", None, expected_version=1, at=6.0)
+        assert store.documents("u1") == [DocumentRecord("u1", "wm/b", 2, '{"n": 2}', 2.0),
+                                         DocumentRecord("u1", "画像/张伟", 1, '"喜欢绿茶"', 3.0)]
+        assert store.documents("nobody") == []
+
+    def test_restored_documents_keep_their_versions(self, store: GraphStore) -> None:
+        """What ``documents`` read, ``restore_documents`` writes back as it was: a compare-and-set against
+        the copy then means what it meant against the original (a stale version is still refused)."""
+        store.put_document("u1", "k", '{"v": 1}', expected_version=0, at=1.0)
+        store.put_document("u1", "k", '{"v": 2}', expected_version=1, at=2.0)
+        store.put_document("u1", "键", '"值"', expected_version=0, at=3.0)
+        saved = store.documents("u1")
+        store.delete_user("u1")
+        assert store.documents("u1") == []
+        store.restore_documents(saved)
+        store.restore_documents([])
+        assert store.documents("u1") == saved
+        assert store.put_document("u1", "k", '{"v": 9}', expected_version=1, at=4.0) == (False, 2)
+        assert store.put_document("u1", "k", '{"v": 3}', expected_version=2, at=4.0) == (True, 3)
+        store.restore_documents([DocumentRecord("u1", "k", 7, '{"v": 7}', 5.0)])  # replaces, not compare-and-set
+        assert store.get_document("u1", "k") == (7, '{"v": 7}', 5.0)

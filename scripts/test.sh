@@ -9,18 +9,29 @@ export PATH="$VENV/bin:$PATH"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 scripts/chromium.sh ensure >/dev/null || echo "test: no headless Chromium; the graph page tests will fail" >&2
 started=0
+started2=0
+# A second server (its own port and home, no HTTP) for the sharded store's tests (tests/graphstore/test_sharded_neo4j.py).
+second() { env -u RIPPLE_NEO4J_HTTP_PORT RIPPLE_NEO4J_PORT="${RIPPLE_NEO4J_PORT2:-7688}" RIPPLE_NEO4J_HOME="${RIPPLE_NEO4J_HOME2:-$ROOT/.neo4j-2}" scripts/neo4j.sh "$@"; }
+cleanup() {
+    if [ "$started" = "1" ]; then scripts/neo4j.sh stop || true; fi
+    if [ "$started2" = "1" ]; then second stop || true; fi
+}
+trap cleanup EXIT
 if [ "${RIPPLE_TEST_NEO4J:-1}" = "1" ]; then
     export RIPPLE_NEO4J_HTTP_PORT="${RIPPLE_NEO4J_HTTP_PORT:-7474}" # Neo4j Browser, tested too
     if ! scripts/neo4j.sh status >/dev/null 2>&1; then
         scripts/neo4j.sh start
         started=1
     fi
+    if ! second status >/dev/null 2>&1; then
+        second start
+        started2=1
+    fi
     export RIPPLE_TEST_NEO4J_URI="${RIPPLE_TEST_NEO4J_URI:-bolt://127.0.0.1:${RIPPLE_NEO4J_PORT:-7687}}"
+    export RIPPLE_TEST_NEO4J_URI2="${RIPPLE_TEST_NEO4J_URI2:-bolt://127.0.0.1:${RIPPLE_NEO4J_PORT2:-7688}}"
     export RIPPLE_TEST_NEO4J_PASSWORD="${RIPPLE_NEO4J_PASSWORD:-ripple-dev-password}"
     export RIPPLE_TEST_NEO4J_HTTP_URL="${RIPPLE_TEST_NEO4J_HTTP_URL:-http://127.0.0.1:$RIPPLE_NEO4J_HTTP_PORT}"
 fi
-cleanup() { if [ "$started" = "1" ]; then scripts/neo4j.sh stop || true; fi; }
-trap cleanup EXIT
 set +e
 python -m pytest "$@"
 rc=$?

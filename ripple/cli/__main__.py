@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": ("ripple.cli.cmd_mcp", "serve ripple to MCP clients (stdio, or streamable HTTP)"),
     "chat": ("ripple.cli.cmd_chat", "a session on stdin: watch the window, budget, alerts and recall work"),
     "trace": ("ripple.cli.cmd_trace", "the timeline of traces saved by ripple chat --trace-out"),
+    "shards": ("ripple.cli.cmd_shards", "users per shard, move a user between shards, add or remove a shard"),
 }
 
 
