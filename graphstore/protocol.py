@@ -22,6 +22,7 @@ from .records import (
     EdgeRecord,
     EntityRecord,
     Finding,
+    LexicalRows,
     MemoryRecord,
     MoveReport,
     Neighbor,
@@ -40,6 +41,8 @@ __all__ = [
     "SupportsBatchMemorySearch",
     "SupportsCypher",
     "SupportsMaintenance",
+    "SupportsLexicalRoute",
+    "SupportsNeighbourhood",
     "SupportsShards",
     "InProcessStore",
     "ACTIVE",
@@ -319,6 +322,42 @@ class SupportsBatchMemorySearch(Protocol):
     def nearest_memories_batch(
         self, user_id: str, vectors: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
     ) -> list[list[tuple[str, float]]]: ...
+
+
+@runtime_checkable
+class SupportsLexicalRoute(Protocol):
+    """Optional: :meth:`GraphStore.lexical_stats` and the :meth:`GraphStore.postings` of the usable
+    terms (:func:`~graphstore.records.usable_terms`) in one call: one round trip to a server instead
+    of two.  The answer must equal the two calls' (postings in the order :meth:`GraphStore.postings`
+    gives them).
+
+    Without it :class:`~graphstore.requests.LexicalRoute` makes the two calls.
+    """
+
+    def lexical_route(
+        self, user_id: str, terms: Sequence[str], *, max_df_ratio: float, max_df: int | None
+    ) -> LexicalRows: ...
+
+
+@runtime_checkable
+class SupportsNeighbourhood(Protocol):
+    """Optional: the :meth:`GraphStore.expand` rows of a whole neighbourhood in one call, so that a
+    walk of several hops (spreading activation) costs one round trip to a server instead of one per hop.
+
+    Returns, for every node within ``reach`` steps of ``sources`` (the sources included), the rows
+    ``expand(user_id, [node], edge_types, max_degree=max_degree)`` would return, in the same order;
+    the keys are exactly the nodes expanded (a node without neighbours maps to ``[]``).  A step
+    counts only through nodes that ``expand`` enters and leaves (hubs above ``max_degree`` are
+    neither), and, when ``labels`` is given, only through entities with one of those labels (the
+    walk ignores the others: this only spares the reads).  A store may return more nodes than that.
+
+    Without it :class:`~graphstore.requests.ExpandWalk` calls :meth:`GraphStore.expand` once per hop.
+    """
+
+    def neighbourhood(
+        self, user_id: str, sources: Sequence[str], edge_types: Sequence[str], *, reach: int,
+        max_degree: int | None = None, labels: Sequence[str] | None = None,
+    ) -> dict[str, list[Neighbor]]: ...
 
 
 @runtime_checkable
