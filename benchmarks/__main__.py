@@ -13,9 +13,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("benchmarks.report", "compute metrics from stored results; write summary.md/json and plots"),
     "supersession": ("benchmarks.supersession", "score fact supersession on the labelled set (benchmarks/data/supersession)"),
     "serve-load": ("benchmarks.server_load", "requests/s and p50/p95/p99 of ripple serve beside in-process calls"),
+    "neo4j-profile": ("benchmarks.neo4j_profile", "per recall on Neo4j: store requests, Bolt round trips, db hits, plans"),
     "calibrate": ("benchmarks.calibrate", "fit calibrated relevance and measure abstention on foreign questions"),
     "loo": ("benchmarks.loo", "compare recall plans per conversation and choose by leave-one-conversation-out"),
     "agent": ("benchmarks.agent", "agent layer: token estimate, add and context latency, patrol precision"),
+    "limits": ("benchmarks.limits", "the oversized writes of issue 18 (huge metadata, huge text), timed"),
     "shards": ("benchmarks.shards", "sharded store on two Neo4j servers: routing by id, recall, a move"),
 }
 

@@ -225,6 +225,7 @@ def run_one(
     dedup: bool = True,
     extractor: str | None = None,
     gc_freeze: bool = True,
+    reuse_store: bool = False,
 ) -> Path:
     """Index ``dataset`` with a fresh ``method_name`` and write its result file; returns the path.
 
@@ -240,7 +241,8 @@ def run_one(
     from benchmarks.methods import make_method
 
     queries = dataset.queries[:limit] if limit else list(dataset.queries)
-    method = make_method(method_name, store=store, embedder=embedder, dedup=dedup, extractor=extractor)
+    method = make_method(method_name, store=store, embedder=embedder, dedup=dedup, extractor=extractor,
+                         reuse=reuse_store)
     if hasattr(method, "progress"):
         method.progress = progress  # type: ignore[attr-defined]
     prepare = getattr(method, "prepare", None)
@@ -391,6 +393,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--extractor", choices=["gazetteer"], default=None,
                         help="ripple methods: 'gazetteer' matches the names the synthetic generator used instead of"
                              " parsing with spaCy (~10x faster ingest; no RELATED triples), for 1M-memory builds")
+    parser.add_argument("--reuse-store", action="store_true",
+                        help="ripple methods with --store: recall from the server's copy of the dataset when every"
+                             " user of it has memories there (an earlier run's ingest; no ingest rate is recorded)")
 
 
 def pick_names(value: str, known: Iterable[str], kind: str) -> list[str] | None:
@@ -418,6 +423,7 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         for m in methods:
             path = run_one(ds, m, k=args.k, out_dir=Path(out_dir), limit=args.limit, warmup=args.warmup,
                            command=command, progress=not args.no_progress, store=args.store, embedder=args.embedder,
-                           dedup=not args.no_dedup, extractor=args.extractor, gc_freeze=not args.no_gc_freeze)
+                           dedup=not args.no_dedup, extractor=args.extractor, gc_freeze=not args.no_gc_freeze,
+                           reuse_store=args.reuse_store)
             print(f"wrote {path}", file=sys.stderr)
     return 0

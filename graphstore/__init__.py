@@ -30,6 +30,7 @@ from .protocol import (
     SupportsBatchEntitySearch,
     SupportsBatchMemorySearch,
     SupportsCypher,
+    SupportsMaintenance,
     SupportsShards,
 )
 from .records import (
@@ -42,6 +43,7 @@ from .records import (
     EDGE_TYPES,
     EdgeRecord,
     EntityRecord,
+    Finding,
     MemoryRecord,
     Neighbor,
     WriteBatch,
@@ -73,6 +75,8 @@ __all__ = [
     "Credentials",
     "InProcessStore",
     "SupportsCypher",
+    "SupportsMaintenance",
+    "Finding",
     "SupportsShards",
     "SupportsBatchEntitySearch",
     "SupportsBatchMemorySearch",
@@ -97,33 +101,44 @@ class Credentials:
 
 @overload
 def open_store(uri: str | os.PathLike[str], *, asynchronous: Literal[False] = False,
-               credentials: Credentials | None = None, create: bool = True, **options: Any) -> GraphStore: ...
+               credentials: Credentials | None = None, create: bool = True, retry_seconds: float | None = None,
+               maintenance: bool = False, **options: Any) -> GraphStore: ...
 @overload
 def open_store(uri: str | os.PathLike[str], *, asynchronous: Literal[True],
-               credentials: Credentials | None = None, create: bool = True, **options: Any) -> AsyncGraphStore: ...
+               credentials: Credentials | None = None, create: bool = True, retry_seconds: float | None = None,
+               maintenance: bool = False, **options: Any) -> AsyncGraphStore: ...
 def open_store(
     uri: str | os.PathLike[str],
     *,
     asynchronous: bool = False,
     credentials: Credentials | None = None,
     create: bool = True,
+    retry_seconds: float | None = None,
+    maintenance: bool = False,
     **options: Any,
 ) -> GraphStore | AsyncGraphStore:
     """Open the store a URI names (see the module docstring): the one place that knows the backends.
 
     ``asynchronous=True`` returns an :class:`AsyncGraphStore`: Neo4j through the
     driver's native async API, the embedded store through worker threads
-    (:class:`~graphstore.threaded.ThreadedAsyncStore`).  ``credentials`` are
-    for server stores; ``create=False`` makes a missing embedded store an
-    error (a server's database always exists); ``options`` go to the backend's
-    constructor.
+    (:class:`~graphstore.threaded.ThreadedAsyncStore`).  ``credentials`` and
+    ``retry_seconds`` (how long a call retries an unreachable server before
+    :class:`~ripple.errors.StoreUnavailable`) are for server stores;
+    ``create=False`` makes a missing embedded store an error (a server's
+    database always exists).  ``maintenance=True`` opens an existing store as
+    it is, even damaged, for :class:`SupportsMaintenance` (``ripple doctor``/
+    ``reindex``): nothing is created or migrated.  ``options`` go to the
+    backend's constructor.
     """
     text = os.fspath(uri)
     if text.startswith(_SHARDED_SCHEMES):
-        return _open_sharded(text, asynchronous, credentials, create, options)
+        return _open_sharded(text, asynchronous, credentials, create, retry_seconds, options)
     if is_neo4j_uri(text):
         creds = credentials or Credentials()
-        kwargs = {"user": creds.user, "password": creds.password, "database": creds.database, **options}
+        kwargs = {"user": creds.user, "password": creds.password, "database": creds.database,
+                  "maintenance": maintenance, **options}
+        if retry_seconds is not None:
+            kwargs["retry_seconds"] = retry_seconds
         if asynchronous:
             from .neo4j import AsyncNeo4jStore
 
@@ -145,7 +160,7 @@ def open_store(
                           " neo4j://, neo4j+shards:// or shards:")
     from .sqlite import SQLiteStore
 
-    store = cast(GraphStore, SQLiteStore(text, create=create, **options))
+    store = cast(GraphStore, SQLiteStore(text, create=create, maintenance=maintenance, **options))
     return as_async(store) if asynchronous else store
 
 
@@ -154,9 +169,9 @@ _SHARDED_OPTIONS = ("refresh", "move_wait", "grace")
 
 
 def _open_sharded(text: str, asynchronous: bool, credentials: Credentials | None, create: bool,
-                  options: dict[str, Any]) -> GraphStore | AsyncGraphStore:
+                  retry_seconds: float | None, options: dict[str, Any]) -> GraphStore | AsyncGraphStore:
     """A sharded store (:mod:`graphstore.sharded`) over the stores the URI names, each opened on first use,
-    so a shard that is down fails only its own users (``create`` applies to each shard)."""
+    so a shard that is down fails only its own users (``create`` and ``retry_seconds`` apply to each shard)."""
     from .sharded import AsyncShardedStore, ShardedStore, parse_sharded_uri
 
     names, uris = parse_sharded_uri(text)
@@ -164,8 +179,10 @@ def _open_sharded(text: str, asynchronous: bool, credentials: Credentials | None
 
     def opener(shard_uri: str) -> Any:
         if asynchronous:
-            return lambda: open_store(shard_uri, asynchronous=True, credentials=credentials, create=create, **options)
-        return lambda: open_store(shard_uri, credentials=credentials, create=create, **options)
+            return lambda: open_store(shard_uri, asynchronous=True, credentials=credentials, create=create,
+                                      retry_seconds=retry_seconds, **options)
+        return lambda: open_store(shard_uri, credentials=credentials, create=create, retry_seconds=retry_seconds,
+                                  **options)
 
     if asynchronous:
         return cast(AsyncGraphStore, AsyncShardedStore([opener(u) for u in uris], names=names, uris=uris, uri=text,

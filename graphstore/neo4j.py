@@ -76,18 +76,41 @@ against ~16 ms p50 for the index route at 100k memories (recall@10 1.0 on
 clustered low-rank vectors like a sentence model's, with or without
 quantisation; 0.26 on uniformly random 384-d vectors, which no model produces).
 
-Transactions: every :meth:`Neo4jStore.write` is one managed write transaction
-(``session.execute_write``) of a handful of ``UNWIND`` statements, whatever the
-batch size; reads use managed read transactions so a ``neo4j://`` routing URI
-sends them to followers, and one bookmark manager per store keeps a store's
-reads causally after its writes.  Transient errors (deadlocks, leader switches)
-are retried by the driver.  Schema changes cannot share a transaction with data,
+Transactions: every :meth:`Neo4jStore.write` is one write transaction of a
+handful of ``UNWIND`` statements, whatever the batch size.  Reads run as
+auto-commit queries of a session in read access mode: a ``neo4j://`` routing
+URI sends them to followers, the server refuses a write in them, and one
+bookmark manager per store keeps a store's reads causally after its writes.  An
+auto-commit query is one round trip (RUN and PULL in one flush); a read
+transaction costs two more (BEGIN, COMMIT), which was two thirds of a recall's
+round trips.  Errors the driver calls retryable (lost connections, leader
+switches, deadlocks) are retried here, each call anew, within the store's
+retry budget (``retry_seconds``, 8 s by default; :mod:`graphstore.retries`),
+then :class:`~ripple.errors.StoreUnavailable` says how long it tried.  (The
+driver's own managed retries ran for 30 s, plus connection timeouts: a call to
+a stopped server blocked ~38 s.)  A commit whose outcome is unknown
+(``IncompleteCommit``) is never retried.  Schema changes cannot share a transaction with data,
 so the lazy vector-index creation runs in its own transaction before the write.
 ``delete_user`` is one transaction for a small user; a large one is deleted
 in transactions of at most 5k deletions per step (one transaction for 100k
 memories with their postings exceeds the default transaction memory of a 1 GB
 heap), so an interrupted call leaves part of the user, and calling it again
 finishes the job.
+
+Round trips of a recall: the engine asks for what it needs stage by stage, and
+this store answers the two requests that would each cost several round trips in
+one statement: :meth:`Neo4jStore.lexical_route` (BM25 totals, document
+frequencies and the postings of the usable terms) and
+:meth:`Neo4jStore.neighbourhood` (every node a spreading walk can expand within
+its hops, each with exactly the rows :meth:`Neo4jStore.expand` gives it, so the
+activation arithmetic stays in Python and a spread is one round trip, not one
+per hop).  The vector search probes the user's size and searches in the same
+statement.  Results come back as one record of lists, not a record per row
+(the driver decodes one Bolt message per record).  A default recall is then
+seven round trips (user check, dense search beside the encoder, lexical route,
+token vectors, two spreads, records) instead of 34, and the plans of these
+statements are made at open (:meth:`_Neo4jCore._warm_statements`), over two
+connections, so the first recalls after a start are not the slow ones.
 
 Sync and async: each operation is written once as an I/O-free plan (a generator
 yielding transactions, whose bodies yield Cypher statements and receive their
@@ -97,15 +120,21 @@ driver's sync and async APIs, and differ only in ``await``.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
+import time
 from array import array
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Generator, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Generator, Iterable, Iterator, Sequence, TypeVar, cast
 
-from ripple.errors import SchemaError, StoreError, StoreUnavailable
+from ripple.errors import RippleError, SchemaError, StoreError, StoreUnavailable
 
+from . import retries
+from .cypher_policy import CypherPlan, plan_of
+from .cypher_policy import check as check_plan
 from .protocol import ACTIVE
 from .records import (
     DocumentRecord,
@@ -118,6 +147,8 @@ from .records import (
     EDGE_TYPES,
     EdgeRecord,
     EntityRecord,
+    Finding,
+    LexicalRows,
     MemoryRecord,
     Neighbor,
     WriteBatch,
@@ -125,24 +156,29 @@ from .records import (
 
 if TYPE_CHECKING:
     import numpy as np
-    from neo4j import AsyncDriver, AsyncManagedTransaction, Driver, ManagedTransaction, Record
+    from neo4j import AsyncDriver, AsyncSession, AsyncTransaction, Driver, Record, Session, Transaction
 
 __all__ = ["Neo4jStore", "AsyncNeo4jStore", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 _EXACT_SCAN_BELOW = 2_000  # users with fewer memories (or entities) are searched exactly
 _MAX_CANDIDATES = 20_000  # beyond this many index candidates, scan the user's vectors exactly
+# connections opened at start: a sync recall reads on two at once (its dense search runs beside its reads)
+_WARM_CONNECTIONS = 2
 
 T = TypeVar("T")
+_log = logging.getLogger(__name__)
 
 
 # -- plans: operations as generators, no I/O ---------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class _Stmt:
-    """One Cypher statement of a transaction body; the runner sends back its records."""
+    """One Cypher statement of a transaction body; the runner sends back its records (with
+    ``explain``: it runs ``EXPLAIN`` of the statement and sends back ``[CypherPlan]``)."""
 
     cypher: str
     params: dict[str, Any]
+    explain: bool = False
 
 
 _Body = Generator[_Stmt, "list[Record]", T]
@@ -150,7 +186,8 @@ _Body = Generator[_Stmt, "list[Record]", T]
 
 @dataclass(frozen=True, slots=True)
 class _Tx:
-    """One managed transaction: ``body`` is called anew on every driver retry."""
+    """One step of a plan: a write is one managed transaction; a read's statements run as auto-commit
+    queries of a read session (one round trip each).  ``body`` is called anew on every retry."""
 
     write: bool
     body: Callable[[], _Body[Any]]
@@ -159,7 +196,8 @@ class _Tx:
 _Plan = Generator[_Tx, Any, T]
 
 
-def _run_body(tx: "ManagedTransaction", body: Callable[[], _Body[T]]) -> T:
+def _run_body(tx: "Transaction | Session", body: Callable[[], _Body[T]]) -> T:
+    """Run a body's statements in a transaction, or (reads) as auto-commit queries of a session."""
     gen = body()
     rows: list[Record] | None = None
     while True:
@@ -167,10 +205,13 @@ def _run_body(tx: "ManagedTransaction", body: Callable[[], _Body[T]]) -> T:
             stmt = gen.send(rows)  # type: ignore[arg-type]
         except StopIteration as done:
             return done.value
-        rows = list(tx.run(stmt.cypher, stmt.params))
+        if stmt.explain:
+            rows = cast("list[Record]", [plan_of(tx.run("EXPLAIN " + stmt.cypher, stmt.params).consume())])
+        else:
+            rows = list(tx.run(stmt.cypher, stmt.params))
 
 
-async def _arun_body(tx: "AsyncManagedTransaction", body: Callable[[], _Body[T]]) -> T:
+async def _arun_body(tx: "AsyncTransaction | AsyncSession", body: Callable[[], _Body[T]]) -> T:
     gen = body()
     rows: list[Record] | None = None
     while True:
@@ -178,7 +219,11 @@ async def _arun_body(tx: "AsyncManagedTransaction", body: Callable[[], _Body[T]]
             stmt = gen.send(rows)  # type: ignore[arg-type]
         except StopIteration as done:
             return done.value
-        rows = [r async for r in await tx.run(stmt.cypher, stmt.params)]
+        if stmt.explain:
+            summary = await (await tx.run("EXPLAIN " + stmt.cypher, stmt.params)).consume()
+            rows = cast("list[Record]", [plan_of(summary)])
+        else:
+            rows = [r async for r in await tx.run(stmt.cypher, stmt.params)]
 
 
 def _one(write: bool, cypher: str, params: dict[str, Any]) -> _Tx:
@@ -199,6 +244,11 @@ def _write(cypher: str, **params: Any) -> _Tx:
 
 
 # -- errors -----------------------------------------------------------------------------------
+def _flat(exc: BaseException) -> str:
+    """A driver error's text on one line (its connection errors span several)."""
+    return " ".join(str(exc).split())
+
+
 @contextlib.contextmanager
 def _map_errors(uri: str, *, opening: bool = False) -> Iterator[None]:
     """Turn neo4j driver errors into ripple errors, chained ``from`` the original."""
@@ -212,9 +262,10 @@ def _map_errors(uri: str, *, opening: bool = False) -> Iterator[None]:
             " (RIPPLE_NEO4J_USER / RIPPLE_NEO4J_PASSWORD)"
         ) from exc
     except nx.IncompleteCommit as exc:
-        raise StoreUnavailable(f"lost Neo4j at {uri} during a commit, which may or may not have been applied: {exc}") from exc
+        raise StoreUnavailable(f"lost Neo4j at {uri} during a commit, which may or may not have been applied:"
+                               f" {_flat(exc)}") from exc
     except (nx.ServiceUnavailable, nx.SessionExpired, nx.DatabaseUnavailable, nx.ConnectionAcquisitionTimeoutError) as exc:
-        raise StoreUnavailable(f"cannot reach Neo4j at {uri}: {exc} (is the server running?)") from exc
+        raise StoreUnavailable(f"cannot reach Neo4j at {uri}: {_flat(exc)} (is the server running?)") from exc
     except nx.Neo4jError as exc:
         if opening:
             raise StoreUnavailable(f"cannot open the Neo4j store at {uri}: {exc.code}: {exc.message}") from exc
@@ -225,6 +276,10 @@ def _map_errors(uri: str, *, opening: bool = False) -> Iterator[None]:
         if opening:
             raise StoreUnavailable(f"cannot open the Neo4j store at {uri}: {exc}") from exc
         raise StoreError(f"Neo4j driver error: {exc}") from exc
+    except RippleError:
+        raise
+    except (ValueError, OverflowError, UnicodeError) as exc:  # a stored value this code cannot read back
+        raise StoreError(f"damaged data in the Neo4j store at {uri}: {type(exc).__name__}: {exc}") from exc
 
 
 # -- Cypher -------------------------------------------------------------------------------------
@@ -420,8 +475,12 @@ _DELETE_USER = [
 ]
 _DELETE_BATCH = 5_000
 
-_GET_MEMORIES = "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m " + _MEMORY_MAP + " AS m"
-_GET_MEMORIES_VECTORS = "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m " + _MEMORY_MAP_VECTORS + " AS m"
+# (reads on the recall path return one record of lists: the driver decodes one Bolt message per
+# record, and a record per row cost several times the decoding of the same values in one list)
+_GET_MEMORIES = "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN collect(m " + _MEMORY_MAP + ") AS ms"
+_GET_MEMORIES_VECTORS = "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN collect(m " + _MEMORY_MAP_VECTORS + ") AS ms"
+
+_HAS_MEMORIES = "MATCH (m:Memory {user_id: $user}) RETURN m.id AS id LIMIT 1"
 
 _LAST_IN_SESSION = """
 MATCH (m:Memory {user_id: $user, session_id: $session})
@@ -434,7 +493,7 @@ MATCH (a:Alias {user_id: $user, alias: key})
 MATCH (e:Entity {id: a.entity_id})
 RETURN DISTINCT e """ + _ENTITY_MAP + " AS e"
 
-_ENTITY_NAMES = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN e.id AS id, e.name AS value"
+_ENTITY_NAMES = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN collect(e.id) AS ids, collect(e.name) AS values"
 
 _USERS = """
 MATCH (m:Memory) RETURN DISTINCT m.user_id AS user
@@ -458,6 +517,26 @@ MATCH (:Term {user_id: $user, term: term})-[p:POSTING]->(m:Memory)
 RETURN term, collect(m.id) AS ids, collect(p.tf) AS tfs, collect(m.doc_len) AS lens
 """
 
+# lexical_stats and the postings of the usable terms (graphstore.records.usable_terms) in one statement
+_LEXICAL_ROUTE = """
+OPTIONAL MATCH (x:Lexicon {user_id: $user})
+WITH coalesce(x.n_docs, 0) AS n_docs, coalesce(x.total_len, 0) AS total_len
+WITH n_docs, total_len, CASE WHEN $max_df_ratio * n_docs > 1 THEN $max_df_ratio * n_docs ELSE 1 END AS share_cap
+WITH n_docs, total_len, CASE WHEN $max_df IS NOT NULL AND $max_df < share_cap THEN $max_df ELSE share_cap END AS cap
+CALL (cap) {
+    UNWIND $terms AS term
+    MATCH (t:Term {user_id: $user, term: term})
+    WITH t, term, COUNT { (t)-[:POSTING]->() } AS df
+    CALL (t, df, cap) {
+        WITH t WHERE df > 0 AND df <= cap
+        MATCH (t)-[p:POSTING]->(m:Memory)
+        RETURN collect(m.id) AS ids, collect(p.tf) AS tfs, collect(m.doc_len) AS lens
+    }
+    RETURN collect([term, df, ids, tfs, lens]) AS terms
+}
+RETURN n_docs, total_len, terms
+"""
+
 _RELATED_EDGES = """
 UNWIND $ids AS id
 MATCH (s:Entity {id: id})-[r:RELATED]->(d:Entity)
@@ -478,7 +557,7 @@ RETURN e.id AS entity, ids ORDER BY entity
 _TOKEN_VECTORS = """
 UNWIND $ids AS id
 MATCH (m:Memory {id: id}) WHERE m.token_vectors IS NOT NULL
-RETURN m.id AS id, m.token_vectors AS blob
+RETURN collect(m.id) AS ids, collect(m.token_vectors) AS blobs
 """
 
 
@@ -517,7 +596,7 @@ REMOVE d.locked
 
 
 def _nearest_cypher(label: str) -> dict[str, str]:
-    """The three statements of a vector search over ``label`` nodes (scores are ``(1 + cos) / 2``).
+    """The statements of a vector search over ``label`` nodes (scores are ``(1 + cos) / 2``).
 
     ``population``: the user's node count, capped at ``$probe``.  ``exact``: the top ``$k`` of a scan
     over the user's nodes.  ``indexed``: ``$candidates`` approximate neighbours from the vector index
@@ -525,6 +604,14 @@ def _nearest_cypher(label: str) -> dict[str, str]:
     belong to the user (and have one of ``$statuses``).
     """
     status = " AND n.status IN $statuses" if label == "Memory" else ""
+    # the exact top $k of the index candidates ``nodes`` that are the user's
+    users_top = f"""CALL (nodes) {{
+    UNWIND nodes AS n
+    WITH n WHERE n.user_id = $user{status}
+    WITH n, vector.similarity.cosine(n.embedding, $vector) AS s WHERE s IS NOT NULL
+    ORDER BY s DESC LIMIT $k
+    RETURN collect([n.id, s]) AS hits
+}}"""
     return {
         "population": f"MATCH (n:{label} {{user_id: $user}}) WITH n LIMIT $probe RETURN count(n) AS population",
         "exact": f"""
@@ -537,14 +624,31 @@ RETURN n.id AS id, s
         "indexed": f"""
 CALL db.index.vector.queryNodes($index, $candidates, $vector) YIELD node, score
 WITH count(node) AS found, min(score) AS floor, collect(node) AS nodes
-CALL (nodes) {{
-    UNWIND nodes AS n
-    WITH n WHERE n.user_id = $user{status}
-    WITH n, vector.similarity.cosine(n.embedding, $vector) AS s WHERE s IS NOT NULL
-    ORDER BY s DESC LIMIT $k
-    RETURN collect([n.id, s]) AS hits
-}}
+{users_top}
 RETURN found, floor, hits
+""",
+        # ``population`` then ``exact`` or ``indexed`` in one statement (``found`` is -1 after an exact scan);
+        # ``$probe = 0`` skips the probe and searches the index.  (The CASE makes the scan's index seek
+        # depend on the probe: the planner otherwise seeks every node of the user and filters after.)
+        "search": f"""
+CALL () {{
+    MATCH (n:{label} {{user_id: $user}}) WITH n LIMIT $probe RETURN count(n) AS population
+}}
+CALL (population) {{
+    WITH population WHERE population < $probe
+    MATCH (n:{label} {{user_id: CASE WHEN population < $probe THEN $user END}})
+    WHERE n.embedding IS NOT NULL{status}
+    WITH population, n, vector.similarity.cosine(n.embedding, $vector) AS s WHERE s IS NOT NULL
+    ORDER BY s DESC LIMIT $k
+    RETURN population AS p, -1 AS found, 0.0 AS floor, collect([n.id, s]) AS hits
+    UNION
+    WITH population WHERE population >= $probe
+    CALL db.index.vector.queryNodes($index, $candidates, $vector) YIELD node, score
+    WITH population, count(node) AS found, min(score) AS floor, collect(node) AS nodes
+    {users_top}
+    RETURN population AS p, found, floor, hits
+}}
+RETURN population, found, floor, hits
 """,
         # the same two searches for many query vectors ($vectors) in one statement
         "exact_batch": f"""
@@ -598,6 +702,39 @@ WHERE $cap < 0 OR degree <= $cap
 RETURN f.id AS source, collect(t.id) AS targets, collect(type(r)) AS types, collect(r.weight) AS weights,
        collect(degree) AS degrees, collect(r.predicate) AS predicates,
        collect(CASE WHEN t:Entity THEN t.label ELSE '' END) AS labels
+"""
+
+# Every node a walk of at most %(reach)d steps can expand from the sources (through edges of the
+# user, entering and leaving no hub above $cap, continuing only from entities of $labels), each
+# expanded as _EXPAND expands one node: a whole spread in one round trip.  (The quantified path
+# pattern is solved as a pruning breadth-first expand: each node is reached once.)
+_NEIGHBOURHOOD = """
+UNWIND $ids AS sid
+CALL (sid) {
+    MATCH (s:Memory {id: sid}) RETURN s
+    UNION
+    MATCH (s:Entity {id: sid}) RETURN s
+}
+MATCH (s) ((a)-[r:%(types)s]-(b)
+           WHERE coalesce(r.user_id, '') = $user
+             AND (NOT a:Entity OR $cap < 0 OR a.degree <= $cap)
+             AND (NOT b:Entity OR (($cap < 0 OR b.degree <= $cap) AND ($labels IS NULL OR b.label IN $labels)))
+          ){0,%(reach)d} (f)
+WITH DISTINCT f
+CALL (f) {
+    WITH f WHERE NOT f:Entity OR $cap < 0 OR f.degree <= $cap
+    CALL (f) {
+        MATCH (f)-[r:%(types)s]->(t) WHERE coalesce(r.user_id, '') = $user RETURN r, t
+        UNION ALL
+        MATCH (f)<-[r:%(types)s]-(t) WHERE coalesce(r.user_id, '') = $user RETURN r, t
+    }
+    WITH r, t, CASE WHEN t:Entity THEN t.degree ELSE 1 END AS degree
+    WHERE $cap < 0 OR degree <= $cap
+    RETURN collect(t.id) AS targets, collect(type(r)) AS types, collect(r.weight) AS weights,
+           collect(degree) AS degrees, collect(r.predicate) AS predicates,
+           collect(CASE WHEN t:Entity THEN t.label ELSE '' END) AS labels
+}
+RETURN f.id AS source, targets, types, weights, degrees, predicates, labels
 """
 
 _EXPORT_MEMORIES = "MATCH (m:Memory {user_id: $user}) RETURN m " + _MEMORY_MAP_VECTORS + " AS m"
@@ -736,6 +873,28 @@ def _posting_rows(memories: Sequence[tuple[str, str, Sequence[str]]]) -> tuple[l
     return rows, [{"user": u, "n": n, "len": length} for u, (n, length) in sorted(totals.items())]
 
 
+def _posting_tuples(groups: Iterable[tuple[str, Sequence[str], Sequence[int], Sequence[int]]]) -> list[tuple[str, str, int, int]]:
+    """Postings collected per term as ``(term, memory_id, tf, doc_len)`` rows, terms in sorted order
+    (as the embedded store returns them: BM25 adds a memory's terms in this order)."""
+    return [
+        (term, mid, int(tf), int(n))
+        for term, ids, tfs, lens in sorted(groups, key=lambda g: g[0])
+        for mid, tf, n in zip(ids, tfs, lens)
+    ]
+
+
+def _neighbours(rows: Iterable[Record]) -> dict[str, list[Neighbor]]:
+    """Expansion rows collected per source node, as neighbours in the order the server traversed them."""
+    return {
+        r["source"]: [
+            Neighbor(r["source"], t, typ, float(w), int(d), p, lab)
+            for t, typ, w, d, p, lab in zip(r["targets"], r["types"], r["weights"], r["degrees"],
+                                            r["predicates"], r["labels"])
+        ]
+        for r in rows
+    }
+
+
 def _cosine_top(hits: Sequence[Sequence[Any]], k: int) -> list[tuple[str, float]]:
     """``[id, (1 + cos) / 2]`` rows as the ``k`` best ``(id, cosine)``, ties broken by id."""
     return sorted(((str(i), 2.0 * float(s) - 1.0) for i, s in hits), key=lambda h: (-h[1], h[0]))[:k]
@@ -780,11 +939,56 @@ class _Neo4jCore:
 
     uri: str
 
-    def __init__(self, uri: str, *, user: str, password: str | None, database: str | None) -> None:
+    def __init__(self, uri: str, *, user: str, password: str | None, database: str | None,
+                 retry_seconds: float, maintenance: bool) -> None:
         self.uri = uri
         self._auth = None if password is None else (user, password)
         self._database = database
         self._dims: dict[str, int | None] = {label: None for label in _VECTOR_INDEX}
+        self._retry = retries.RetryBudget(max(0.0, float(retry_seconds)))
+        self._failing = False  # a retry was logged and no transaction succeeded since
+        self.maintenance = maintenance
+
+    @staticmethod
+    def _driver_defaults(options: dict[str, Any], retry_seconds: float) -> dict[str, Any]:
+        """Driver options bounded by the retry budget (a caller's own options win)."""
+        options.setdefault("notifications_min_severity", "OFF")  # no "unknown label" chatter in logs
+        options.setdefault("connection_timeout", 5.0)  # (the driver's 30 s default, per attempt, on a dead host)
+        options.setdefault("connection_acquisition_timeout", max(10.0, retry_seconds + 5.0))
+        return options
+
+    def _after_failure(self, exc: Exception, schedule: retries.RetrySchedule) -> float:
+        """The wait before retrying a transaction that failed with ``exc``, or raise when there is none.
+
+        Only errors the driver calls retryable (lost connections, leader switches,
+        deadlocks) are retried, while the budget lasts; others go to
+        :func:`_map_errors` unchanged.
+        """
+        from neo4j import exceptions as nx
+
+        # (a database that is shutting down or starting answers DatabaseUnavailable, which the driver does
+        # not always call retryable; a commit whose outcome is unknown is never retried)
+        unreachable = (nx.ServiceUnavailable, nx.SessionExpired, nx.DatabaseUnavailable)
+        retryable = not isinstance(exc, nx.IncompleteCommit) and (
+            isinstance(exc, unreachable) or (isinstance(exc, (nx.DriverError, nx.Neo4jError)) and exc.is_retryable()))
+        wait = schedule.next_wait() if retryable else None
+        if wait is None:
+            if retryable:
+                attempts = f"{schedule.attempts} attempt{'s' if schedule.attempts > 1 else ''}"
+                raise StoreUnavailable(
+                    f"cannot reach Neo4j at {self.uri}: {_flat(exc)} (is the server running?); gave up after"
+                    f" {schedule.elapsed:.1f} s and {attempts} (retry budget {self._retry.seconds:g} s,"
+                    " RIPPLE_NEO4J_RETRY_SECONDS)"
+                ) from exc
+            raise exc
+        if not self._failing:  # once per outage: until a transaction succeeds again
+            self._failing = True
+            _log.warning("Neo4j at %s: %s; retrying each call for up to %g s", self.uri, _flat(exc),
+                         self._retry.seconds)
+        retries.note(retries.Retry(self.uri, schedule.attempts, f"{type(exc).__name__}: {_flat(exc)}", wait))
+        return wait
+        # users seen with at least _EXACT_SCAN_BELOW nodes of a label: their searches skip the size probe
+        self._large_users: dict[str, set[str]] = {label: set() for label in _VECTOR_INDEX}
 
     def __repr__(self) -> str:
         db = f", database={self._database!r}" if self._database else ""
@@ -810,6 +1014,9 @@ class _Neo4jCore:
             return (yield _Stmt(_SHOW_SCHEMA, {}))
 
         indexes, version = yield _Tx(False, inspect)
+        if self.maintenance:  # take the database as it is: check() says what is wrong
+            self._dims = _vector_dims(indexes)
+            return
         if not _SCHEMA_NAMES <= {r["name"] for r in indexes}:
             yield _Tx(True, create)
             indexes = yield _Tx(False, await_indexes)
@@ -819,6 +1026,31 @@ class _Neo4jCore:
             raise SchemaError(f"the Neo4j store at {self.uri} has schema version {version},"
                               f" this ripple reads version {SCHEMA_VERSION}")
         self._dims = _vector_dims(indexes)
+
+    def _warm_statements(self) -> list[_Stmt]:
+        """The statements a default recall sends, with parameters of the types it sends, for a user that
+        does not exist: running them at open puts their plans in the server's cache, so the first
+        recalls after a start are not the slow ones (planning one of these costs more than running it)."""
+        nobody = "\u0000ripple-warm-up"
+        ids = {"ids": [nobody]}
+        out = [
+            _Stmt(_HAS_MEMORIES, {"user": nobody}),
+            _Stmt(_LEXICAL_ROUTE, {"user": nobody, "terms": [nobody], "max_df_ratio": 0.5, "max_df": 1000}),
+            _Stmt(_TOKEN_VECTORS, ids),
+            _Stmt(_GET_MEMORIES, ids),
+            _Stmt(_ENTITY_NAMES, ids),
+        ]
+        # the built-in spreading channels: session (NEXT, 3 hops), entity (MENTIONS, 2 hops)
+        for types, reach, labels in ((EDGE_NEXT, 2, []), (EDGE_MENTIONS, 1, ["PERSON"])):
+            out.append(_Stmt(_NEIGHBOURHOOD % {"types": types, "reach": reach},
+                             {"ids": [nobody], "user": nobody, "cap": 200, "labels": labels}))
+        dim = self._dims["Memory"]
+        if dim:
+            vector = [1.0] + [0.0] * (dim - 1)
+            out.append(_Stmt(_NEAREST["Memory"]["search"], {
+                "user": nobody, "vector": vector, "k": 200, "statuses": [ACTIVE], "probe": _EXACT_SCAN_BELOW,
+                "index": _VECTOR_INDEX["Memory"], "candidates": 800}))
+        return out
 
     # -- vector indexes ---------------------------------------------------------------------
     @staticmethod
@@ -964,6 +1196,8 @@ class _Neo4jCore:
         return (yield _Tx(True, body))
 
     def _plan_delete_user(self, user_id: str) -> _Plan[dict[str, int]]:
+        for users in self._large_users.values():
+            users.discard(user_id)
         counts: Counter[str] = Counter()
         step = 0
         while step < len(_DELETE_USER):
@@ -988,7 +1222,7 @@ class _Neo4jCore:
         if not ids:
             return []
         rows = yield _read(_GET_MEMORIES_VECTORS if with_vectors else _GET_MEMORIES, ids=list(dict.fromkeys(ids)))
-        found = {r["m"]["id"]: _memory_record(r["m"], vectors=with_vectors) for r in rows}
+        found = {m["id"]: _memory_record(m, vectors=with_vectors) for m in rows[0]["ms"]}
         return [found[i] for i in ids if i in found]
 
     def _plan_list_memories(
@@ -1003,7 +1237,7 @@ class _Neo4jCore:
         return [_memory_record(r["m"]) for r in rows]
 
     def _plan_has_memories(self, user_id: str) -> _Plan[bool]:
-        return bool((yield _read("MATCH (m:Memory {user_id: $user}) RETURN m.id AS id LIMIT 1", user=user_id)))
+        return bool((yield _read(_HAS_MEMORIES, user=user_id)))
 
     def _plan_last_memory_in_session(self, user_id: str, session_id: str) -> _Plan[str | None]:
         rows = yield _read(_LAST_IN_SESSION, user=user_id, session=session_id)
@@ -1020,7 +1254,8 @@ class _Neo4jCore:
         ids = list(dict.fromkeys(entity_ids))
         if not ids:
             return {}
-        return {r["id"]: r["value"] for r in (yield _read(cypher, ids=ids))}
+        row = (yield _read(cypher, ids=ids))[0]
+        return dict(zip(row["ids"], row["values"]))
 
     def _plan_users(self) -> _Plan[list[str]]:
         return sorted(r["user"] for r in (yield _read(_USERS)))
@@ -1048,13 +1283,23 @@ class _Neo4jCore:
                 raise StoreError(f"the query vector has {len(query)} dimensions, the store's"
                                  f" {label.lower()} vectors have {dim}")
             exact = _Stmt(cypher["exact"], params)
-            if dim is None or (yield _Stmt(cypher["population"], params))[0]["population"] < _EXACT_SCAN_BELOW:
+            if dim is None:  # no vector index yet: no vectors either, unless one is being built
                 return [(r["id"], r["s"]) for r in (yield exact)]
             candidates = max(4 * k, 64)
+            # One statement probes the user's size and runs the exact scan or the index search; a user
+            # known to be large (sizes seldom shrink, and a stale answer costs time, never results)
+            # skips the probe.
+            large = user_id in self._large_users[label]
+            probe = 0 if large else _EXACT_SCAN_BELOW
+            rows = yield _Stmt(cypher["search"], {**params, "probe": probe, "candidates": candidates})
+            if not rows:  # the chosen search found nothing (its grouped aggregation then yields no row)
+                return []
+            row = rows[0]
+            if not large and row["population"] >= _EXACT_SCAN_BELOW:
+                self._large_users[label].add(user_id)
             while True:
-                row = (yield _Stmt(cypher["indexed"], {**params, "candidates": candidates}))[0]
                 hits = row["hits"]
-                if row["found"] < candidates:  # the index holds fewer nodes: all of them were scored
+                if row["found"] < candidates:  # an exact scan (found -1), or the index holds fewer nodes
                     return hits
                 if len(hits) >= k and hits[k - 1][1] >= row["floor"]:
                     # the k-th hit is nearer than the farthest candidate, so whatever is nearer
@@ -1063,6 +1308,7 @@ class _Neo4jCore:
                 if candidates >= _MAX_CANDIDATES:
                     return [(r["id"], r["s"]) for r in (yield exact)]
                 candidates = min(candidates * 8, _MAX_CANDIDATES)
+                row = (yield _Stmt(cypher["indexed"], {**params, "candidates": candidates}))[0]
 
         hits = yield _Tx(False, body)
         return _cosine_top(hits, k)
@@ -1119,16 +1365,27 @@ class _Neo4jCore:
         if not terms:
             return []
         rows = yield _read(_POSTINGS, user=user_id, terms=terms)
-        return [
-            (r["term"], mid, int(tf), int(n))
-            for r in rows for mid, tf, n in zip(r["ids"], r["tfs"], r["lens"])
-        ]
+        return _posting_tuples((r["term"], r["ids"], r["tfs"], r["lens"]) for r in rows)
+
+    def _plan_lexical_route(
+        self, user_id: str, terms: Sequence[str], max_df_ratio: float, max_df: int | None
+    ) -> _Plan[LexicalRows]:
+        terms = list(dict.fromkeys(terms))
+        if not terms:
+            return LexicalRows(*(yield from self._plan_lexical_stats(user_id, terms)), [])
+        row = (yield _read(_LEXICAL_ROUTE, user=user_id, terms=terms, max_df_ratio=float(max_df_ratio),
+                           max_df=max_df))[0]
+        n_docs, total = int(row["n_docs"] or 0), int(row["total_len"] or 0)
+        df = {term: int(n) for term, n, *_ in row["terms"] if n > 0}
+        postings = _posting_tuples((term, ids, tfs, lens) for term, _n, ids, tfs, lens in row["terms"] if ids)
+        return LexicalRows(n_docs, total / n_docs if n_docs else 0.0, df, postings)
 
     def _plan_token_vectors(self, memory_ids: Sequence[str]) -> _Plan[dict[str, bytes]]:
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return {}
-        return {r["id"]: bytes(r["blob"]) for r in (yield _read(_TOKEN_VECTORS, ids=ids))}
+        row = (yield _read(_TOKEN_VECTORS, ids=ids))[0]
+        return {i: bytes(blob) for i, blob in zip(row["ids"], row["blobs"])}
 
     # -- documents ---------------------------------------------------------------------------------
     def _plan_get_document(self, user_id: str, key: str) -> _Plan[tuple[int, str, float] | None]:
@@ -1187,12 +1444,27 @@ class _Neo4jCore:
             return []
         cypher = _EXPAND % {"types": "|".join(types)}
         rows = yield _read(cypher, ids=ids, user=user_id, cap=-1 if max_degree is None else int(max_degree))
-        return [
-            Neighbor(r["source"], t, typ, float(w), int(d), p, lab)
-            for r in rows
-            for t, typ, w, d, p, lab in zip(r["targets"], r["types"], r["weights"], r["degrees"],
-                                            r["predicates"], r["labels"])
-        ]
+        by_source = _neighbours(rows)
+        # frontier order, each node's rows as the server traversed them: what a neighbourhood read gives too
+        return [n for i in ids for n in by_source.get(i, ())]
+
+    def _plan_neighbourhood(
+        self, user_id: str, sources: Sequence[str], edge_types: Sequence[str], reach: int,
+        max_degree: int | None, labels: Sequence[str] | None,
+    ) -> _Plan[dict[str, list[Neighbor]]]:
+        ids = list(dict.fromkeys(sources))
+        types = [t for t in dict.fromkeys(edge_types) if t in _EDGE_ENDS]
+        if not ids:
+            return {}
+        if not types:
+            return {i: [] for i in ids}
+        cypher = _NEIGHBOURHOOD % {"types": "|".join(types), "reach": max(0, int(reach))}
+        rows = yield _read(cypher, ids=ids, user=user_id, cap=-1 if max_degree is None else int(max_degree),
+                           labels=None if labels is None else list(labels))
+        found = _neighbours(rows)
+        for i in ids:  # a source that does not exist has no neighbours, as expand() says
+            found.setdefault(i, [])
+        return found
 
     # -- housekeeping --------------------------------------------------------------------------------
     def _plan_export(self, user_id: str) -> _Plan[list[MemoryRecord | EntityRecord | EdgeRecord]]:
@@ -1229,9 +1501,14 @@ class _Neo4jCore:
         return (yield _Tx(False, body))
 
     def _plan_cypher(
-        self, query: str, params: dict[str, Any] | None, write: bool
+        self, query: str, params: dict[str, Any] | None, write: bool, allow_procedures: bool, allow_admin: bool
     ) -> _Plan[tuple[list[str], list[list[Any]]]]:
         def body() -> _Body[tuple[list[str], list[list[Any]]]]:
+            # Neo4j's own plan says what the query does (see graphstore.cypher_policy); the EXPLAIN
+            # runs nothing, in the same transaction as the query.
+            (plan,) = yield _Stmt(query, dict(params or {}), explain=True)
+            check_plan(cast(CypherPlan, plan), write=write, allow_procedures=allow_procedures,
+                       allow_admin=allow_admin)
             rows = yield _Stmt(query, dict(params or {}))
             keys = list(rows[0].keys()) if rows else []
             return keys, [[_plain(v) for v in r.values()] for r in rows]
@@ -1295,23 +1572,40 @@ class Neo4jStore(_Neo4jCore):
 
     def __init__(
         self, uri: str, *, user: str = "neo4j", password: str | None = None, database: str | None = None,
-        **driver_options: Any,
+        retry_seconds: float = 8.0, maintenance: bool = False, warm_up: bool = True, **driver_options: Any,
     ) -> None:
-        super().__init__(uri, user=user, password=password, database=database)
+        super().__init__(uri, user=user, password=password, database=database, retry_seconds=retry_seconds,
+                         maintenance=maintenance)
         import neo4j
 
-        driver_options.setdefault("notifications_min_severity", "OFF")  # no "unknown label" chatter in logs
+        options = self._driver_defaults(driver_options, self._retry.seconds)
         with _map_errors(uri, opening=True):
-            self._driver: Driver = neo4j.GraphDatabase.driver(uri, auth=self._auth, **driver_options)
+            self._driver: Driver = neo4j.GraphDatabase.driver(uri, auth=self._auth, **options)
         self._bookmarks = neo4j.GraphDatabase.bookmark_manager()
         self._closed = False
         try:
-            with _map_errors(uri, opening=True):
-                self._driver.verify_connectivity()
-                self._drive(self._plan_open(), opening=True)
+            self._drive(self._plan_open(), opening=True)  # (connects, authenticates: retried like any call)
+            if warm_up:
+                with _map_errors(uri, opening=True):
+                    self._warm_up()
         except BaseException:
             self._driver.close()
             raise
+
+    def _warm_up(self) -> None:
+        """Plan the recall's statements (:meth:`_warm_statements`) over :data:`_WARM_CONNECTIONS` connections
+        held at once, so that the pool already has one for the dense search a recall runs beside its reads."""
+        import neo4j
+
+        stmts = self._warm_statements()
+        with contextlib.ExitStack() as stack:
+            sessions = [stack.enter_context(self._driver.session(database=self._database,
+                                                                 default_access_mode=neo4j.READ_ACCESS))
+                        for _ in range(_WARM_CONNECTIONS)]
+            for start in range(0, len(stmts), len(sessions)):
+                results = [session.run(stmt.cypher, stmt.params) for session, stmt in zip(sessions, stmts[start:])]
+                for result in results:
+                    result.consume()
 
     def __enter__(self) -> "Neo4jStore":
         return self
@@ -1320,18 +1614,35 @@ class Neo4jStore(_Neo4jCore):
         self.close()
 
     def _drive(self, plan: _Plan[T], *, opening: bool = False) -> T:
-        """Run a plan: each transaction it yields, in one session, with the driver's retries."""
-        with _map_errors(self.uri, opening=opening), self._driver.session(
-            database=self._database, bookmark_manager=self._bookmarks
-        ) as session:
+        """Run a plan: each transaction it yields, retried within the budget (see :mod:`graphstore.retries`)."""
+        with _map_errors(self.uri, opening=opening):
             value: Any = None
             while True:
                 try:
                     step = plan.send(value)
                 except StopIteration as done:
                     return done.value
-                run = session.execute_write if step.write else session.execute_read
-                value = run(_run_body, step.body)
+                value = self._transaction(step)
+
+    def _transaction(self, step: _Tx) -> Any:
+        import neo4j
+
+        mode = neo4j.WRITE_ACCESS if step.write else neo4j.READ_ACCESS
+        schedule = self._retry.start()
+        while True:
+            try:
+                with self._driver.session(database=self._database, bookmark_manager=self._bookmarks,
+                                          default_access_mode=mode) as session:
+                    if step.write:
+                        with session.begin_transaction() as tx:
+                            value = _run_body(tx, step.body)
+                            tx.commit()
+                    else:  # auto-commit queries: one round trip each (see the module docstring)
+                        value = _run_body(session, step.body)
+                self._failing = False
+                return value
+            except Exception as exc:  # noqa: BLE001 - _after_failure re-raises what it does not retry
+                time.sleep(self._after_failure(exc, schedule))
 
     def close(self) -> None:
         if not self._closed:
@@ -1400,6 +1711,11 @@ class Neo4jStore(_Neo4jCore):
     def postings(self, user_id: str, terms: Sequence[str]) -> list[tuple[str, str, int, int]]:
         return self._drive(self._plan_postings(user_id, terms))
 
+    def lexical_route(
+        self, user_id: str, terms: Sequence[str], *, max_df_ratio: float, max_df: int | None
+    ) -> LexicalRows:
+        return self._drive(self._plan_lexical_route(user_id, terms, max_df_ratio, max_df))
+
     def token_vectors(self, memory_ids: Sequence[str]) -> dict[str, bytes]:
         return self._drive(self._plan_token_vectors(memory_ids))
 
@@ -1411,6 +1727,12 @@ class Neo4jStore(_Neo4jCore):
     ) -> list[Neighbor]:
         return self._drive(self._plan_expand(user_id, frontier, edge_types, max_degree))
 
+    def neighbourhood(
+        self, user_id: str, sources: Sequence[str], edge_types: Sequence[str], *, reach: int,
+        max_degree: int | None = None, labels: Sequence[str] | None = None,
+    ) -> dict[str, list[Neighbor]]:
+        return self._drive(self._plan_neighbourhood(user_id, sources, edge_types, reach, max_degree, labels))
+
     def export(self, user_id: str) -> Iterator[MemoryRecord | EntityRecord | EdgeRecord]:
         yield from self._drive(self._plan_export(user_id))
 
@@ -1418,13 +1740,30 @@ class Neo4jStore(_Neo4jCore):
         return _with_edge_defaults(self._drive(self._plan_stats(user_id)))
 
     def cypher(
-        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False
+        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False,
+        allow_procedures: bool = False, allow_admin: bool = False,
     ) -> tuple[list[str], list[list[Any]]]:
-        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows."""
-        return self._drive(self._plan_cypher(query, params, write))
+        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows.
+
+        Procedures and administration commands (``SHOW``, ``LOAD CSV``, ``dbms.*``, schema) are refused
+        unless allowed (see :mod:`graphstore.cypher_policy`)."""
+        return self._drive(self._plan_cypher(query, params, write, allow_procedures, allow_admin))
 
     def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
         return self._drive(self._plan_get_document(user_id, key))
+
+    # -- maintenance (graphstore.SupportsMaintenance; the plans are in graphstore.neo4jmaint) -------------
+    def check(self) -> list[Finding]:
+        """Check the schema and every derived index against the memories (read-only)."""
+        from .neo4jmaint import plan_check
+
+        return self._drive(plan_check(self))
+
+    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Create lost constraints and indexes; rebuild postings, BM25 totals, aliases and degrees."""
+        from .neo4jmaint import plan_reindex
+
+        return self._drive(plan_reindex(self, progress))
 
     def put_document(
         self, user_id: str, key: str, value_json: str | None, *, expected_version: int | None, at: float
@@ -1462,26 +1801,44 @@ class AsyncNeo4jStore(_Neo4jCore):
 
     def __init__(
         self, uri: str, *, user: str = "neo4j", password: str | None = None, database: str | None = None,
-        **driver_options: Any,
+        retry_seconds: float = 8.0, maintenance: bool = False, warm_up: bool = True, **driver_options: Any,
     ) -> None:
-        super().__init__(uri, user=user, password=password, database=database)
+        super().__init__(uri, user=user, password=password, database=database, retry_seconds=retry_seconds,
+                         maintenance=maintenance)
         import neo4j
 
-        driver_options.setdefault("notifications_min_severity", "OFF")
+        options = self._driver_defaults(driver_options, self._retry.seconds)
         with _map_errors(uri, opening=True):
-            self._driver: AsyncDriver = neo4j.AsyncGraphDatabase.driver(uri, auth=self._auth, **driver_options)
+            self._driver: AsyncDriver = neo4j.AsyncGraphDatabase.driver(uri, auth=self._auth, **options)
         self._bookmarks = neo4j.AsyncGraphDatabase.bookmark_manager()
         self._closed = False
         self._opened = False
+        self._warm = warm_up
 
     async def open(self) -> "AsyncNeo4jStore":
-        """Connect, authenticate and check (or create) the schema; idempotent."""
+        """Connect, authenticate, check (or create) the schema and warm the plan cache; idempotent."""
         if not self._opened:
-            with _map_errors(self.uri, opening=True):
-                await self._driver.verify_connectivity()
-                await self._drive(self._plan_open(), opening=True)
+            await self._drive(self._plan_open(), opening=True)
+            if self._warm:
+                with _map_errors(self.uri, opening=True):
+                    await self._warm_up()
             self._opened = True
         return self
+
+    async def _warm_up(self) -> None:
+        """:meth:`Neo4jStore._warm_up`, awaited."""
+        import neo4j
+
+        stmts = self._warm_statements()
+        async with contextlib.AsyncExitStack() as stack:
+            sessions = [await stack.enter_async_context(self._driver.session(database=self._database,
+                                                                             default_access_mode=neo4j.READ_ACCESS))
+                        for _ in range(_WARM_CONNECTIONS)]
+            for start in range(0, len(stmts), len(sessions)):
+                results = [await session.run(stmt.cypher, stmt.params)
+                           for session, stmt in zip(sessions, stmts[start:])]
+                for result in results:
+                    await result.consume()
 
     async def __aenter__(self) -> "AsyncNeo4jStore":
         return await self.open()
@@ -1493,15 +1850,33 @@ class AsyncNeo4jStore(_Neo4jCore):
         if not self._opened and not opening:
             await self.open()
         with _map_errors(self.uri, opening=opening):
-            async with self._driver.session(database=self._database, bookmark_manager=self._bookmarks) as session:
-                value: Any = None
-                while True:
-                    try:
-                        step = plan.send(value)
-                    except StopIteration as done:
-                        return done.value
-                    run = session.execute_write if step.write else session.execute_read
-                    value = await run(_arun_body, step.body)
+            value: Any = None
+            while True:
+                try:
+                    step = plan.send(value)
+                except StopIteration as done:
+                    return done.value
+                value = await self._transaction(step)
+
+    async def _transaction(self, step: _Tx) -> Any:
+        import neo4j
+
+        mode = neo4j.WRITE_ACCESS if step.write else neo4j.READ_ACCESS
+        schedule = self._retry.start()
+        while True:
+            try:
+                async with self._driver.session(database=self._database, bookmark_manager=self._bookmarks,
+                                                default_access_mode=mode) as session:
+                    if step.write:
+                        async with await session.begin_transaction() as tx:
+                            value = await _arun_body(tx, step.body)
+                            await tx.commit()
+                    else:
+                        value = await _arun_body(session, step.body)
+                self._failing = False
+                return value
+            except Exception as exc:  # noqa: BLE001 - _after_failure re-raises what it does not retry
+                await asyncio.sleep(self._after_failure(exc, schedule))
 
     async def aclose(self) -> None:
         if not self._closed:
@@ -1572,6 +1947,11 @@ class AsyncNeo4jStore(_Neo4jCore):
     async def postings(self, user_id: str, terms: Sequence[str]) -> list[tuple[str, str, int, int]]:
         return await self._drive(self._plan_postings(user_id, terms))
 
+    async def lexical_route(
+        self, user_id: str, terms: Sequence[str], *, max_df_ratio: float, max_df: int | None
+    ) -> LexicalRows:
+        return await self._drive(self._plan_lexical_route(user_id, terms, max_df_ratio, max_df))
+
     async def token_vectors(self, memory_ids: Sequence[str]) -> dict[str, bytes]:
         return await self._drive(self._plan_token_vectors(memory_ids))
 
@@ -1585,6 +1965,12 @@ class AsyncNeo4jStore(_Neo4jCore):
     ) -> list[Neighbor]:
         return await self._drive(self._plan_expand(user_id, frontier, edge_types, max_degree))
 
+    async def neighbourhood(
+        self, user_id: str, sources: Sequence[str], edge_types: Sequence[str], *, reach: int,
+        max_degree: int | None = None, labels: Sequence[str] | None = None,
+    ) -> dict[str, list[Neighbor]]:
+        return await self._drive(self._plan_neighbourhood(user_id, sources, edge_types, reach, max_degree, labels))
+
     async def export(self, user_id: str) -> AsyncIterator[MemoryRecord | EntityRecord | EdgeRecord]:
         for record in await self._drive(self._plan_export(user_id)):
             yield record
@@ -1593,10 +1979,14 @@ class AsyncNeo4jStore(_Neo4jCore):
         return _with_edge_defaults(await self._drive(self._plan_stats(user_id)))
 
     async def cypher(
-        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False
+        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False,
+        allow_procedures: bool = False, allow_admin: bool = False,
     ) -> tuple[list[str], list[list[Any]]]:
-        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows."""
-        return await self._drive(self._plan_cypher(query, params, write))
+        """Run one Cypher query in a read (or ``write``) transaction: column names and plain rows.
+
+        Procedures and administration commands (``SHOW``, ``LOAD CSV``, ``dbms.*``, schema) are refused
+        unless allowed (see :mod:`graphstore.cypher_policy`)."""
+        return await self._drive(self._plan_cypher(query, params, write, allow_procedures, allow_admin))
 
     async def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
         return await self._drive(self._plan_get_document(user_id, key))

@@ -15,12 +15,14 @@ index (Neo4j's HNSW) and is expected to be exact on small data.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, Literal, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator, Literal, Protocol, Sequence, runtime_checkable
 
 from .records import (
     DocumentRecord,
     EdgeRecord,
     EntityRecord,
+    Finding,
+    LexicalRows,
     MemoryRecord,
     MoveReport,
     Neighbor,
@@ -38,6 +40,9 @@ __all__ = [
     "SupportsBatchEntitySearch",
     "SupportsBatchMemorySearch",
     "SupportsCypher",
+    "SupportsMaintenance",
+    "SupportsLexicalRoute",
+    "SupportsNeighbourhood",
     "SupportsShards",
     "InProcessStore",
     "ACTIVE",
@@ -320,12 +325,51 @@ class SupportsBatchMemorySearch(Protocol):
 
 
 @runtime_checkable
+class SupportsLexicalRoute(Protocol):
+    """Optional: :meth:`GraphStore.lexical_stats` and the :meth:`GraphStore.postings` of the usable
+    terms (:func:`~graphstore.records.usable_terms`) in one call: one round trip to a server instead
+    of two.  The answer must equal the two calls' (postings in the order :meth:`GraphStore.postings`
+    gives them).
+
+    Without it :class:`~graphstore.requests.LexicalRoute` makes the two calls.
+    """
+
+    def lexical_route(
+        self, user_id: str, terms: Sequence[str], *, max_df_ratio: float, max_df: int | None
+    ) -> LexicalRows: ...
+
+
+@runtime_checkable
+class SupportsNeighbourhood(Protocol):
+    """Optional: the :meth:`GraphStore.expand` rows of a whole neighbourhood in one call, so that a
+    walk of several hops (spreading activation) costs one round trip to a server instead of one per hop.
+
+    Returns, for every node within ``reach`` steps of ``sources`` (the sources included), the rows
+    ``expand(user_id, [node], edge_types, max_degree=max_degree)`` would return, in the same order;
+    the keys are exactly the nodes expanded (a node without neighbours maps to ``[]``).  A step
+    counts only through nodes that ``expand`` enters and leaves (hubs above ``max_degree`` are
+    neither), and, when ``labels`` is given, only through entities with one of those labels (the
+    walk ignores the others: this only spares the reads).  A store may return more nodes than that.
+
+    Without it :class:`~graphstore.requests.ExpandWalk` calls :meth:`GraphStore.expand` once per hop.
+    """
+
+    def neighbourhood(
+        self, user_id: str, sources: Sequence[str], edge_types: Sequence[str], *, reach: int,
+        max_degree: int | None = None, labels: Sequence[str] | None = None,
+    ) -> dict[str, list[Neighbor]]: ...
+
+
+@runtime_checkable
 class SupportsCypher(Protocol):
     """Optional: run a Cypher query (the Neo4j store).  ``write=False`` runs it in a read
-    transaction, where a query that writes is refused; returns ``(keys, rows)``."""
+    transaction, where a query that writes is refused; procedures and administration commands
+    (``SHOW``, ``LOAD CSV``, ``dbms.*``, schema) are refused unless ``allow_procedures`` /
+    ``allow_admin`` (:mod:`graphstore.cypher_policy`); returns ``(keys, rows)``."""
 
     def cypher(
-        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False
+        self, query: str, params: dict[str, Any] | None = None, *, write: bool = False,
+        allow_procedures: bool = False, allow_admin: bool = False,
     ) -> tuple[list[str], list[list[Any]]]: ...
 
 
@@ -375,3 +419,26 @@ class InProcessStore(Protocol):
     encoded beside its reads instead."""
 
     in_process: Literal[True]
+
+
+@runtime_checkable
+class SupportsMaintenance(Protocol):
+    """Optional: check a store and rebuild the indexes it derives from the memories
+    (``ripple doctor`` and ``ripple reindex``; the embedded store and Neo4j).
+
+    Derived indexes are what a store keeps beside the memories and entities so
+    that recall is fast: lexical postings and their totals, alias lookups,
+    entity degrees, vector caches.  They can always be rebuilt from the
+    memories, entities and edges, which cannot be rebuilt from anything.
+    """
+
+    def check(self) -> list[Finding]:
+        """Read-only: one finding per area (schema, integrity, each derived index, vectors, counts)."""
+        ...
+
+    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Rebuild every derived index from the memories, one user per transaction; counts of rows written.
+
+        ``progress(done, total)`` is called after each user with memories done so far.
+        """
+        ...

@@ -9,7 +9,7 @@ entered ripple.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Mapping, NamedTuple, Sequence
 
 
 __all__ = [
@@ -18,11 +18,15 @@ __all__ = [
     "EdgeRecord",
     "Neighbor",
     "WriteBatch",
+    "Finding",
     "DocumentRecord",
     "ShardStatus",
     "ShardMove",
     "ShardsReport",
     "MoveReport",
+    "LexicalRows",
+    "usable_terms",
+    "df_cap",
     "EDGE_MENTIONS",
     "EDGE_RELATED",
     "EDGE_NEXT",
@@ -134,6 +138,24 @@ class WriteBatch:
         self.edges.extend(other.edges)
 
 
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One line of a store check (:meth:`graphstore.SupportsMaintenance.check`).
+
+    ``level`` is ``"ok"``, ``"warn"`` (works, but not as it should) or
+    ``"error"`` (recall or writes are wrong or failing); ``fix`` names what
+    repairs it (``"ripple reindex"``), empty when nothing ripple does can.
+    """
+
+    level: str
+    area: str
+    message: str
+    fix: str = ""
+
+    def line(self) -> str:
+        """The finding on one line, as ``ripple doctor`` prints it."""
+        fix = f" (fix: {self.fix})" if self.fix and self.level != "ok" else ""
+        return f"{self.level:<5} {self.area}: {self.message}{fix}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,3 +232,31 @@ class MoveReport:
     checked_reads: int
     seconds: float
     resumed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalRows:
+    """The lexical route's raw material for one query (see :class:`graphstore.requests.LexicalRoute`):
+    the user's BM25 totals, every query term's document frequency (terms in no active memory are
+    absent), and the ``(term, memory_id, tf, doc_len)`` postings of the usable terms
+    (:func:`usable_terms`), grouped by term."""
+
+    n_docs: int
+    avg_len: float
+    df: dict[str, int]
+    postings: list[tuple[str, str, int, int]]
+
+
+def df_cap(n_docs: int, max_df_ratio: float, max_df: int | None) -> float:
+    """The most memories a query term may be in and still count: ``max(1, max_df_ratio * n_docs)``,
+    and at most ``max_df``: a commoner word's postings cost far more to read than its low IDF adds."""
+    cap: float = max(1, max_df_ratio * n_docs)
+    return cap if max_df is None else min(cap, max_df)
+
+
+def usable_terms(terms: Sequence[str], df: Mapping[str, int], n_docs: int, max_df_ratio: float,
+                 max_df: int | None) -> list[str]:
+    """Distinct query terms worth reading postings for: in at least one active memory and in at most
+    :func:`df_cap` of them."""
+    cap = df_cap(n_docs, max_df_ratio, max_df)
+    return [t for t in dict.fromkeys(terms) if 0 < df.get(t, 0) <= cap]

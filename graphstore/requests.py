@@ -18,7 +18,7 @@ search gets one search per vector.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, ClassVar, Generic, Iterator, Sequence, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Awaitable, ClassVar, Generator, Generic, Iterator, Sequence, TypeVar, cast
 
 from .protocol import (
     ACTIVE,
@@ -27,8 +27,10 @@ from .protocol import (
     SupportsBatchEntitySearch,
     SupportsBatchMemorySearch,
     SupportsCypher,
+    SupportsLexicalRoute,
+    SupportsNeighbourhood,
 )
-from .records import DocumentRecord, EdgeRecord, EntityRecord, MemoryRecord, Neighbor, WriteBatch
+from .records import DocumentRecord, EdgeRecord, EntityRecord, LexicalRows, MemoryRecord, Neighbor, WriteBatch, usable_terms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,11 +55,14 @@ __all__ = [
     "NearestEntitiesBatch",
     "LexicalStats",
     "Postings",
+    "LexicalRoute",
     "TokenVectors",
     "RelatedEdges",
     "Expand",
     "MemoriesMentioning",
     "ListEdges",
+    "ExpandWalk",
+    "Walk",
     "GetDocument",
     "PutDocument",
     "Documents",
@@ -305,6 +310,35 @@ class Postings(StoreRequest[list[tuple[str, str, int, int]]]):
 
 
 @dataclass(frozen=True, slots=True)
+class LexicalRoute(StoreRequest[LexicalRows]):
+    """The lexical route of a query: BM25 totals, document frequencies, and the postings of the usable
+    terms (:func:`~graphstore.records.usable_terms`).  One call when the store can
+    (:class:`~graphstore.SupportsLexicalRoute`: one round trip to a server), else
+    :meth:`~graphstore.GraphStore.lexical_stats` then :meth:`~graphstore.GraphStore.postings`."""
+
+    user_id: str
+    terms: Sequence[str]
+    max_df_ratio: float
+    max_df: int | None
+    method: ClassVar[str] = "lexical_route"
+
+    def call(self, store: GraphStore) -> LexicalRows:
+        if isinstance(store, SupportsLexicalRoute):
+            return store.lexical_route(self.user_id, self.terms, max_df_ratio=self.max_df_ratio, max_df=self.max_df)
+        n_docs, avg_len, df = store.lexical_stats(self.user_id, self.terms)
+        usable = usable_terms(self.terms, df, n_docs, self.max_df_ratio, self.max_df)
+        return LexicalRows(n_docs, avg_len, df, store.postings(self.user_id, usable) if usable else [])
+
+    async def acall(self, store: AsyncGraphStore) -> LexicalRows:
+        if isinstance(store, SupportsLexicalRoute):
+            return await cast(Any, store).lexical_route(self.user_id, self.terms, max_df_ratio=self.max_df_ratio,
+                                                        max_df=self.max_df)
+        n_docs, avg_len, df = await store.lexical_stats(self.user_id, self.terms)
+        usable = usable_terms(self.terms, df, n_docs, self.max_df_ratio, self.max_df)
+        return LexicalRows(n_docs, avg_len, df, await store.postings(self.user_id, usable) if usable else [])
+
+
+@dataclass(frozen=True, slots=True)
 class TokenVectors(StoreRequest[dict[str, bytes]]):
     memory_ids: Sequence[str]
     method: ClassVar[str] = "token_vectors"
@@ -364,6 +398,94 @@ class ListEdges(StoreRequest[list[EdgeRecord]]):
 
     def call(self, store: GraphStore) -> list[EdgeRecord]:
         return store.list_edges(self.user_id, self.edge_types)
+
+
+#: A walk over the graph: yields each hop's frontier, receives that frontier's ``expand`` rows,
+#: returns what it found (spreading activation, a PageRank neighbourhood).
+Walk = Generator[list[str], list[Neighbor], R]
+
+
+@dataclass(frozen=True, slots=True)
+class ExpandWalk(StoreRequest[R]):
+    """Drive a walk of at most ``max_hops`` hops over ``edge_types``; the answer is the walk's result.
+
+    Every hop is an :meth:`~graphstore.GraphStore.expand` of the frontier the walk yields, unless the
+    store reads the whole neighbourhood at once (:class:`~graphstore.SupportsNeighbourhood`): then
+    the hops are answered from that one read (one round trip to a server instead of one per hop),
+    with the same rows in the same order, and a frontier node outside it (data written meanwhile)
+    is expanded on its own.  ``labels`` tells the store which entities the walk may continue from
+    (None: any): a hint that spares reads, never a filter on the rows the walk receives.
+    """
+
+    user_id: str
+    edge_types: tuple[str, ...]
+    walk: Walk[R]
+    max_hops: int
+    max_degree: int | None = None
+    labels: tuple[str, ...] | None = None
+    method: ClassVar[str] = "expand"
+
+    def _steps(self, whole: bool) -> Generator[StoreRequest[Any], Any, R]:
+        """The walk as store reads (:class:`Expand` per hop, or one :class:`_Neighbourhood` first):
+        yields the requests, receives their answers."""
+        try:
+            frontier = next(self.walk)
+            rows_of: dict[str, list[Neighbor]] | None = None
+            if whole and self.max_hops > 0:
+                rows_of = yield _Neighbourhood(self.user_id, frontier, self.edge_types, self.max_hops - 1,
+                                               self.max_degree, self.labels)
+            while True:
+                if rows_of is None:
+                    rows: list[Neighbor] = yield Expand(self.user_id, frontier, self.edge_types, self.max_degree)
+                else:
+                    ids = list(dict.fromkeys(frontier))
+                    missing = [i for i in ids if i not in rows_of]
+                    if missing:  # reached through data written since the neighbourhood was read
+                        for i in missing:
+                            rows_of[i] = []
+                        for row in (yield Expand(self.user_id, missing, self.edge_types, self.max_degree)):
+                            rows_of[row.source].append(row)
+                    rows = [row for i in ids for row in rows_of[i]]
+                frontier = self.walk.send(rows)
+        except StopIteration as done:
+            return cast(R, done.value)
+
+    def call(self, store: GraphStore) -> R:
+        steps = self._steps(isinstance(store, SupportsNeighbourhood))
+        try:
+            step = next(steps)
+            while True:
+                step = steps.send(step.call(store))
+        except StopIteration as done:
+            return cast(R, done.value)
+
+    async def acall(self, store: AsyncGraphStore) -> R:
+        steps = self._steps(isinstance(store, SupportsNeighbourhood))
+        try:
+            step = next(steps)
+            while True:
+                step = steps.send(await step.acall(store))
+        except StopIteration as done:
+            return cast(R, done.value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Neighbourhood(StoreRequest[dict[str, list[Neighbor]]]):
+    """:meth:`~graphstore.SupportsNeighbourhood.neighbourhood`, asked by :class:`ExpandWalk` only of a
+    store that offers it."""
+
+    user_id: str
+    sources: Sequence[str]
+    edge_types: Sequence[str]
+    reach: int
+    max_degree: int | None
+    labels: Sequence[str] | None
+    method: ClassVar[str] = "neighbourhood"
+
+    def call(self, store: GraphStore) -> dict[str, list[Neighbor]]:
+        return cast(SupportsNeighbourhood, store).neighbourhood(
+            self.user_id, self.sources, self.edge_types, reach=self.reach, max_degree=self.max_degree,
+            labels=self.labels)
 
 
 # ---------------------------------------------------------------------------------------- documents
@@ -444,13 +566,18 @@ class Cypher(StoreRequest[tuple[list[str], list[list[Any]]]]):
     query: str
     params: dict[str, Any] = field(default_factory=dict)
     write: bool = False
+    allow_procedures: bool = False
+    allow_admin: bool = False
     method: ClassVar[str] = "cypher"
 
     def call(self, store: GraphStore) -> tuple[list[str], list[list[Any]]]:
-        return _cypher_store(store).cypher(self.query, self.params, write=self.write)
+        return _cypher_store(store).cypher(self.query, self.params, write=self.write,
+                                           allow_procedures=self.allow_procedures, allow_admin=self.allow_admin)
 
     async def acall(self, store: AsyncGraphStore) -> tuple[list[str], list[list[Any]]]:
-        return await cast(Any, _cypher_store(store)).cypher(self.query, self.params, write=self.write)
+        return await cast(Any, _cypher_store(store)).cypher(
+            self.query, self.params, write=self.write, allow_procedures=self.allow_procedures,
+            allow_admin=self.allow_admin)
 
 
 def _cypher_store(store: GraphStore | AsyncGraphStore) -> SupportsCypher:

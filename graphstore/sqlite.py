@@ -21,8 +21,10 @@ pass ``synchronous="FULL"`` to rule that out at ~1 ms per write.
 
 Threads: one connection guarded by a re-entrant lock; SQLite serialises
 writers anyway, and the per-user vector caches must change atomically with
-the rows they mirror.  Other processes may write to the same file: the cache
-is dropped whenever ``PRAGMA data_version`` says another connection committed.
+the rows they mirror.  Other processes may write to the same file: the caches
+are dropped whenever ``PRAGMA data_version`` says another connection committed,
+checked before every read and inside every write transaction (see :meth:`SQLiteStore._tx`;
+``tests/faults/test_coherence.py`` drives three processes through random schedules).
 
 Vectors: sentence embeddings are kept per user in a :class:`~graphstore.vectors.VectorIndex`
 (normalised float32 rows in memory), loaded on the first vector search for
@@ -36,14 +38,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import threading
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from ripple.errors import SchemaError, StoreError, StoreUnavailable
+from ripple.errors import RippleError, SchemaError, StoreDamaged, StoreError, StoreUnavailable
 
+from . import sqlitefile, sqlitemaint
 from .protocol import ACTIVE
 from .records import (
     DocumentRecord,
@@ -52,6 +56,7 @@ from .records import (
     EDGE_TYPES,
     EdgeRecord,
     EntityRecord,
+    Finding,
     MemoryRecord,
     Neighbor,
     WriteBatch,
@@ -174,6 +179,22 @@ _MIGRATIONS = {
 }
 
 
+_PRIMARY_TABLES = ("meta", "memories", "entities", "edges")  # what the user wrote: lost if lost
+_DERIVED_TABLES = ("postings", "term_df", "lexical_totals", "aliases")  # rebuilt from them by reindex()
+# (``documents`` is neither: stores written before it existed gain it on open)
+_META_INSERT = f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}')"
+_LOCK_WAIT = 30.0  # seconds a write waits for another connection's lock before StoreUnavailable
+_TOUCH_WAIT = 1.0  # ... and a touch (a recall's access count is not worth a long wait)
+
+
+_SCHEMA_TABLES = tuple(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA))
+_SCHEMA_INDEXES = tuple(re.findall(r"CREATE INDEX IF NOT EXISTS (\w+)", _SCHEMA))
+
+
+def _schema_statements() -> list[str]:
+    return [stmt for stmt in _SCHEMA.split(";") if stmt.strip()]
+
+
 def _chunks(seq: Sequence[str], size: int = _CHUNK) -> Iterator[Sequence[str]]:
     for i in range(0, len(seq), size):
         yield seq[i : i + size]
@@ -204,13 +225,16 @@ class SQLiteStore:
     synchronous:
         SQLite ``synchronous`` pragma: ``"NORMAL"`` (default, crash-safe) or
         ``"FULL"`` (also power-loss safe).
+    maintenance:
+        Open an existing store as it is, even damaged (nothing is created or
+        migrated), for :meth:`check` and :meth:`reindex`.
     """
 
     in_process = True
     """Reads run in this process and hold the GIL (see :class:`graphstore.GraphStore`)."""
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, synchronous: str = "NORMAL",
-                 create: bool = True) -> None:
+                 create: bool = True, maintenance: bool = False) -> None:
         if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
             raise StoreError(f"unknown synchronous mode {synchronous!r}")
         if str(path) == ":memory:":
@@ -218,48 +242,76 @@ class SQLiteStore:
             target = ":memory:"
         else:
             p = store_file(path)
-            if not create and not p.exists():
-                raise StoreUnavailable(f"no ripple store at {p} (a command that writes creates one)")
-            try:
-                p.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreUnavailable(f"cannot create store folder {p.parent}: {exc}") from exc
             self.path = p
             target = str(p)
+            if p.exists():
+                sqlitefile.check_file(p)
+            elif not create or maintenance:
+                raise StoreUnavailable(f"no ripple store at {p} (a command that writes creates one)")
+            else:
+                try:
+                    p.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise StoreUnavailable(f"cannot create store folder {p.parent}: {exc}") from exc
+                sqlitefile.create(p, [*_schema_statements(), _META_INSERT])
         self.uri = f"sqlite://{target}"
+        self.maintenance = maintenance
         self._lock = threading.RLock()
-        try:
-            self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=30.0)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-            self._db.execute("PRAGMA foreign_keys=OFF")
-            self._db.execute("PRAGMA temp_store=MEMORY")
-            self._db.execute("PRAGMA cache_size=-65536")
-            with self._tx():
-                has_meta = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='meta'").fetchone()
-                row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() if has_meta else None
-                version = int(row[0]) if row else SCHEMA_VERSION
-                while version in _MIGRATIONS:  # an older store: bring it up to date in this transaction
-                    for stmt in _MIGRATIONS[version]:
-                        self._db.execute(stmt)
-                    version += 1
-                    self._db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))
-                    row = (str(version),)
-                for stmt in _SCHEMA.split(";"):
-                    if stmt.strip():
-                        self._db.execute(stmt)
-                if row is None:
-                    self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                elif int(row[0]) != SCHEMA_VERSION:
-                    raise SchemaError(
-                        f"{target} has schema version {row[0]}, this ripple reads version {SCHEMA_VERSION}"
-                    )
-        except sqlite3.Error as exc:
-            raise StoreUnavailable(f"cannot open SQLite store at {target}: {exc}") from exc
         self._vectors: dict[str, VectorIndex] = {}
         self._entity_vectors: dict[str, VectorIndex] = {}
-        self._data_version = self._current_data_version()
+        self._data_version = -1  # PRAGMA data_version when the caches were last known current
+        try:
+            self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=_LOCK_WAIT)
+        except sqlite3.Error as exc:
+            raise sqlitefile.ripple_error(exc, target) from exc
         self._closed = False
+        try:
+            with self._errors():
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+                self._db.execute("PRAGMA foreign_keys=OFF")
+                self._db.execute("PRAGMA temp_store=MEMORY")
+                self._db.execute("PRAGMA cache_size=-65536")
+            if not maintenance:  # (a maintenance open takes the store as it is: check() says what is wrong)
+                with self._tx() as db:
+                    self._open_schema(db, target)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_schema(self, db: sqlite3.Connection, target: str) -> None:
+        """Check the tables, migrate an older store, create what a newer ripple added (in one transaction)."""
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and not tables & {"meta", "memories"}:
+            raise SchemaError(f"{target} is an SQLite database of something else, not a ripple store")
+        if tables:  # an existing store: a lost table is damage, never silently recreated empty
+            lost = [t for t in _PRIMARY_TABLES if t not in tables]
+            if lost:
+                raise StoreDamaged(f"{target} has lost its {', '.join(lost)} table(s): the data in them is gone;"
+                                   " restore the store from a backup or an export")
+            lost = [t for t in _DERIVED_TABLES if t not in tables]
+            if lost:
+                raise StoreDamaged(f"{target} has lost its {', '.join(lost)} table(s), indexes derived from the"
+                                   " memories: `ripple reindex` rebuilds them (`ripple doctor` checks the store)")
+        row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() if tables else None
+        if tables and row is None:
+            raise StoreDamaged(f"{target} has no schema version in its meta table; `ripple doctor` checks the store")
+        raw = row[0] if row else SCHEMA_VERSION
+        try:
+            version = int(raw)
+        except (TypeError, ValueError):
+            raise SchemaError(f"{target} has schema version {raw!r}, not a number") from None
+        while version in _MIGRATIONS:  # an older store: bring it up to date in this transaction
+            for stmt in _MIGRATIONS[version]:
+                db.execute(stmt)
+            version += 1
+            db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))
+        if version != SCHEMA_VERSION:
+            raise SchemaError(f"{target} has schema version {version}, this ripple reads version {SCHEMA_VERSION}")
+        for stmt in _schema_statements():  # indexes SQLite rebuilds from the rows, and tables added since
+            db.execute(stmt)
+        if row is None:
+            db.execute(_META_INSERT)
 
     # -- plumbing -------------------------------------------------------------
     def __repr__(self) -> str:
@@ -272,18 +324,39 @@ class SQLiteStore:
         self.close()
 
     @contextlib.contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One IMMEDIATE transaction under the store lock; rolled back on any error."""
+    def _tx(self, *, wait: float = _LOCK_WAIT) -> Iterator[sqlite3.Connection]:
+        """One IMMEDIATE transaction under the store lock; rolled back on any error.
+
+        ``wait``: seconds to wait for another connection's write lock before
+        :class:`~ripple.errors.StoreUnavailable`.
+
+        The caches are checked against other connections' commits *inside* the
+        transaction, where this connection holds the write lock: no other commit
+        can land between that check and this commit, and a connection's own
+        commits leave ``PRAGMA data_version`` unchanged, so the value read here
+        stays this connection's view of the store after it commits.  (Reading it
+        after the commit instead counted a commit another process made in
+        between as seen, and this process's caches then missed it: issue 18.)
+        """
         with self._lock, self._errors():
-            self._db.execute("BEGIN IMMEDIATE")
+            if wait != _LOCK_WAIT:
+                self._db.execute(f"PRAGMA busy_timeout={int(wait * 1000)}")
             try:
+                self._db.execute("BEGIN IMMEDIATE")
+            finally:
+                if wait != _LOCK_WAIT:
+                    self._db.execute(f"PRAGMA busy_timeout={int(_LOCK_WAIT * 1000)}")
+            try:
+                self._check_external_writes()
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            else:
                 self._db.execute("COMMIT")
-            self._data_version = self._current_data_version()
+            except BaseException:
+                # (a COMMIT that failed, say on a full disk, can leave the transaction open)
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                self._drop_caches()  # the body may have updated them for rows that are not stored
+                raise
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -295,12 +368,12 @@ class SQLiteStore:
     def _errors(self) -> Iterator[None]:
         try:
             yield
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise StoreUnavailable(f"SQLite store is locked: {exc}") from exc
-            raise StoreError(f"SQLite error: {exc}") from exc
         except sqlite3.Error as exc:
-            raise StoreError(f"SQLite error: {exc}") from exc
+            raise sqlitefile.ripple_error(exc, self.path or ":memory:") from exc
+        except RippleError:
+            raise
+        except (ValueError, OverflowError, UnicodeError) as exc:  # a stored value this code cannot read back
+            raise StoreError(f"damaged data in {self.uri}: {type(exc).__name__}: {exc}") from exc
 
     def _current_data_version(self) -> int:
         return int(self._db.execute("PRAGMA data_version").fetchone()[0])
@@ -308,15 +381,19 @@ class SQLiteStore:
     def _check_external_writes(self) -> None:
         version = self._current_data_version()
         if version != self._data_version:  # another connection committed: caches are stale
-            self._vectors.clear()
-            self._entity_vectors.clear()
+            self._drop_caches()
             self._data_version = version
+
+    def _drop_caches(self) -> None:
+        self._vectors.clear()
+        self._entity_vectors.clear()
 
     def close(self) -> None:
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._db.close()
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.close()
 
     # -- writes -----------------------------------------------------------------
     def write(self, batch: WriteBatch, *, replace_mentions_of: Sequence[str] = ()) -> None:
@@ -387,7 +464,7 @@ class SQLiteStore:
                      for x in batch.edges],
                 )
             self._adjust_degrees(db, degree_delta)
-        self._update_vector_caches(batch, touched_users)
+            self._update_vector_caches(batch, touched_users)  # (dropped again if the commit fails)
 
     @staticmethod
     def _new_mentions(db: sqlite3.Connection, edges: Sequence[EdgeRecord]) -> Counter[str]:
@@ -465,7 +542,7 @@ class SQLiteStore:
     def touch(self, memory_ids: Sequence[str], at: float) -> None:
         if not memory_ids:
             return
-        with self._tx() as db:
+        with self._tx(wait=_TOUCH_WAIT) as db:
             db.executemany(
                 "UPDATE memories SET access_count = access_count + 1, last_access = ? WHERE id = ?",
                 [(at, mid) for mid in memory_ids],
@@ -486,10 +563,10 @@ class SQLiteStore:
             db.executemany("UPDATE memories SET status = ? WHERE id = ?", [(status, m.id) for m in changed])
             if status == ACTIVE:
                 self._add_postings(db, changed)
-        for m in changed:
-            cache = self._vectors.get(m.user_id)
-            if cache is not None:
-                cache.set_status(m.id, status)
+            for m in changed:
+                cache = self._vectors.get(m.user_id)
+                if cache is not None:
+                    cache.set_status(m.id, status)
         return len(changed)
 
     def delete_memories(self, memory_ids: Sequence[str]) -> dict[str, int]:
@@ -510,8 +587,8 @@ class SQLiteStore:
                 counts["edges"] += db.execute(f"DELETE FROM edges WHERE evidence IN ({q})", chunk).rowcount
                 counts["memories"] += db.execute(f"DELETE FROM memories WHERE id IN ({q})", chunk).rowcount
             self._adjust_degrees(db, degree_delta)
-        for u in users:
-            self._vectors.pop(u, None)
+            for u in users:
+                self._vectors.pop(u, None)
         return counts
 
     def delete_user(self, user_id: str) -> dict[str, int]:
@@ -526,13 +603,15 @@ class SQLiteStore:
             db.execute("DELETE FROM aliases WHERE user_id=?", (user_id,))
             db.execute("DELETE FROM lexical_totals WHERE user_id=?", (user_id,))
             db.execute("DELETE FROM documents WHERE user_id=?", (user_id,))
-        self._vectors.pop(user_id, None)
-        self._entity_vectors.pop(user_id, None)
+            self._vectors.pop(user_id, None)
+            self._entity_vectors.pop(user_id, None)
         return counts
 
     # -- reads -------------------------------------------------------------------
     @staticmethod
     def _memory_from_row(r: Sequence[Any], embedding: bytes | None = None, token_vectors: bytes | None = None) -> MemoryRecord:
+        if not isinstance(r[4], str):
+            raise ValueError(f"memory {r[0]!r} has a text of type {type(r[4]).__name__}")
         return MemoryRecord(
             id=r[0], user_id=r[1], agent_id=r[2], session_id=r[3], text=r[4], at=r[5], created_at=r[6],
             kind=r[7], importance=r[8], status=r[9], access_count=r[10], last_access=r[11],
@@ -808,14 +887,15 @@ class SQLiteStore:
                 " ORDER BY type, src, dst, predicate",
                 (user_id,),
             ).fetchall()
-        for r in mems:
-            yield self._memory_from_row(r, *r[_N_MEMORY_COLUMNS:])
-        for r in ents:
-            yield EntityRecord(id=r[0], user_id=r[1], name=r[2], key=r[3], label=r[4],
-                               aliases=tuple(json.loads(r[5])), embedding=r[6])
-        for r in edges:
-            yield EdgeRecord(src=r[0], type=r[1], dst=r[2], user_id=r[3], weight=r[4], predicate=r[5],
-                             evidence=r[6], at=r[7])
+        with self._errors():  # (rows are decoded after the read: a damaged one is a StoreError here too)
+            for r in mems:
+                yield self._memory_from_row(r, *r[_N_MEMORY_COLUMNS:])
+            for r in ents:
+                yield EntityRecord(id=r[0], user_id=r[1], name=r[2], key=r[3], label=r[4],
+                                   aliases=tuple(json.loads(r[5])), embedding=r[6])
+            for r in edges:
+                yield EdgeRecord(src=r[0], type=r[1], dst=r[2], user_id=r[3], weight=r[4], predicate=r[5],
+                                 evidence=r[6], at=r[7])
 
     def stats(self, user_id: str | None = None) -> dict[str, int]:
         where, params = ("WHERE user_id=?", (user_id,)) if user_id is not None else ("", ())
@@ -836,6 +916,56 @@ class SQLiteStore:
                 p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file()
             )
         return out
+
+    # -- maintenance (graphstore.SupportsMaintenance; the SQL is in graphstore.sqlitemaint) ---------
+    def check(self) -> list[Finding]:
+        """Check the file, the schema and every derived index against the memories (read-only)."""
+        with self._lock, self._errors():
+            self._check_external_writes()
+            self._db.execute("BEGIN")  # one snapshot for every finding
+            try:
+                return sqlitemaint.check(self._db, path=self.path or ":memory:", tables=_SCHEMA_TABLES,
+                                         indexes=_SCHEMA_INDEXES, schema_version=SCHEMA_VERSION,
+                                         caches=self._vectors)
+            finally:
+                self._db.execute("ROLLBACK")
+
+    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Rebuild postings, document frequencies, lexical totals, aliases and degrees from the memories.
+
+        Lost derived tables and indexes are created first; then one transaction
+        per user (an interrupted reindex leaves each user either rebuilt or as
+        it was, and running it again finishes the job); vector caches reload.
+        """
+        with self._tx() as db:
+            have = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            lost = [t for t in _PRIMARY_TABLES if t not in have]
+            if lost:
+                raise StoreDamaged(f"{self.path} has lost its {', '.join(lost)} table(s): there is nothing to rebuild"
+                                   " the indexes from; restore the store from a backup or an export")
+            row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None or row[0] != str(SCHEMA_VERSION):
+                raise SchemaError(f"{self.path} has schema version {None if row is None else row[0]!r}; reindex"
+                                  f" rebuilds version {SCHEMA_VERSION} (open the store with ripple once to migrate it)")
+            for stmt in _schema_statements():
+                db.execute(stmt)
+            users = db.execute(
+                "SELECT u.user_id, (SELECT count(*) FROM memories m WHERE m.user_id = u.user_id)"
+                " FROM (SELECT user_id FROM memories UNION SELECT user_id FROM entities) u ORDER BY 1"
+            ).fetchall()
+        counts: Counter[str] = Counter()
+        total, done = sum(n for _, n in users), 0
+        for user, n in users:
+            with self._tx() as db:
+                counts.update(sqlitemaint.rebuild_user(db, user))
+            done += n
+            if progress is not None:
+                progress(done, total)
+        with self._tx() as db:
+            counts["orphans"] = sqlitemaint.drop_orphans(db, [u for u, _ in users])
+            self._drop_caches()
+        counts["users"] = len(users)
+        return dict(counts)
 
     # -- documents --------------------------------------------------------------------------
     # (The table is created by _SCHEMA on every open, so stores written before it existed gain it

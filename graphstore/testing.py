@@ -26,7 +26,8 @@ import pytest
 
 from .jsonl import from_json, to_json
 from .protocol import ACTIVE, INVALIDATED, AsyncGraphStore, GraphStore
-from .protocol import SUPERSEDED, SupportsBatchMemorySearch
+from .protocol import (SUPERSEDED, SupportsBatchMemorySearch, SupportsLexicalRoute, SupportsMaintenance,
+                       SupportsNeighbourhood)
 from .threaded import ThreadedAsyncStore
 from .records import (
     EDGE_CONFLICTS,
@@ -39,10 +40,13 @@ from .records import (
     EdgeRecord,
     EntityRecord,
     MemoryRecord,
+    Neighbor,
     WriteBatch,
+    usable_terms,
 )
+from .requests import ExpandWalk, LexicalRoute, Walk
 
-__all__ = ["GraphStoreConformance", "BlockingStore", "ThreadedAsyncStore", "unit_vector", "make_memory",
+__all__ = ["GraphStoreConformance", "BlockingStore", "GenericView", "ThreadedAsyncStore", "unit_vector", "make_memory",
            "make_entity", "entity_degrees", "user_entities", "DIM"]
 
 DIM = 8
@@ -136,6 +140,43 @@ class BlockingStore:
             self._loop.run_until_complete(self._store.aclose())
             self._loop.run_until_complete(self._loop.shutdown_default_executor())
             self._loop.close()
+
+
+class GenericView:
+    """A store without its optional fast paths: the methods of the read-combining capabilities
+    (:class:`~graphstore.SupportsLexicalRoute`, :class:`~graphstore.SupportsNeighbourhood`) are hidden,
+    so the requests take their generic route through the same store.  The reference a fast path is
+    held to (conformance tests, the benchmarks' with/without comparisons)."""
+
+    HIDDEN = frozenset({"lexical_route", "neighbourhood"})
+
+    def __init__(self, store: GraphStore) -> None:
+        self._store = store
+        self.uri = store.uri
+
+    def __repr__(self) -> str:
+        return f"GenericView({self._store!r})"
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self.HIDDEN:
+            raise AttributeError(name)
+        return _public_attribute(self, name)
+
+
+def _hop_rows(frontier: list[str], labels: tuple[str, ...] | None, max_hops: int) -> Walk[list[list[Neighbor]]]:
+    """A walk of ``max_hops`` that keeps every hop's rows and goes on to every new node (entities only
+    of ``labels``)."""
+    seen = set(frontier)
+    hops: list[list[Neighbor]] = []
+    while frontier and len(hops) < max_hops:
+        rows = yield frontier
+        hops.append(rows)
+        frontier = []
+        for r in rows:
+            if r.target not in seen and (not r.label or labels is None or r.label in labels):
+                seen.add(r.target)
+                frontier.append(r.target)
+    return hops
 
 
 class GraphStoreConformance:
@@ -336,6 +377,82 @@ class GraphStoreConformance:
         assert {n.target for n in store.expand("u2", ["e_u2dana"], [EDGE_MENTIONS])} == {"m_9"}
         assert store.expand("u1", [], [EDGE_MENTIONS]) == []
 
+    def _seed_walks(self, store: GraphStore) -> None:
+        """The small graph, a session chain m_1 - m_2 - m_4 - m_5 - m_6, a hub "我们" mentioned by four
+        memories, a DATE, and RELATED edges both ways between two entities."""
+        self._seed_graph(store)
+        more = [make_memory(f"m_{i}", text=f"第{i}条 memory {i}", at=200.0 + i, vec=unit_vector(1, i)) for i in (4, 5, 6)]
+        edges = [EdgeRecord("m_2", EDGE_NEXT, "m_4", "u1", 1.0), EdgeRecord("m_4", EDGE_NEXT, "m_5", "u1", 0.5),
+                 EdgeRecord("m_5", EDGE_NEXT, "m_6", "u1", 1.0),
+                 EdgeRecord("e_nw", EDGE_RELATED, "e_dana", "u1", 2.0, predicate="employs", evidence="m_2")]
+        edges += [mention(m, "e_wm") for m in ("m_1", "m_3", "m_4", "m_5")]
+        edges += [mention("m_4", "e_date"), mention("m_5", "e_zw"), mention("m_6", "e_dana")]
+        store.write(WriteBatch(memories=more,
+                               entities=[make_entity("e_wm", key="我们"), make_entity("e_date", key="monday", label="DATE")],
+                               edges=edges))
+
+    def test_lexical_route_is_stats_then_postings(self, store: GraphStore) -> None:
+        """:class:`LexicalRoute` (one call where the store offers it) gives what ``lexical_stats``, the usable
+        terms and ``postings`` give; a common term is left out by share or by count."""
+        self._seed_graph(store)
+        common = [make_memory(f"m_c{i}", text=f"常见 词{i}", terms=("常见", f"词{i}")) for i in range(6)]
+        store.write(WriteBatch(memories=common + [make_memory("m_old", text="dana old", terms=("dana", "old"),
+                                                              status=SUPERSEDED)]))
+        n_docs, _avg, df = store.lexical_stats("u1", ["dana", "常见"])
+        assert (n_docs, df) == (9, {"dana": 2, "常见": 6})
+        cases = [(["dana", "invoice", "常见", "nothing", "dana"], 0.5, None, {"dana", "invoice"}),
+                 (["张伟", "常见", "invoice"], 1.0, 1, {"张伟", "invoice"}),
+                 (["常见", "dana"], 0.9, 1000, {"常见", "dana"}),
+                 (["old"], 0.5, None, set()), ([], 0.5, None, set())]
+        for terms, ratio, max_df, usable in cases:
+            got = LexicalRoute("u1", terms, ratio, max_df).call(store)
+            assert got == LexicalRoute("u1", terms, ratio, max_df).call(GenericView(store)), terms
+            n, avg, df = store.lexical_stats("u1", terms)
+            assert (got.n_docs, got.avg_len, got.df) == (n, avg, df)
+            kept = usable_terms(terms, df, n, ratio, max_df)
+            assert set(kept) == usable == {row[0] for row in got.postings}
+            assert got.postings == (store.postings("u1", kept) if kept else [])
+        assert LexicalRoute("u2", ["dana"], 0.5, None).call(store).postings == [("dana", "m_9", 1, 2)]
+        assert LexicalRoute("nobody", ["dana"], 0.5, None).call(store) == LexicalRoute(
+            "nobody", ["dana"], 0.5, None).call(GenericView(store))
+        if isinstance(store, SupportsLexicalRoute):
+            assert store.lexical_route("u1", ["dana"], max_df_ratio=0.5, max_df=None).df == {"dana": 2}
+
+    def test_expand_walk_matches_expand_per_hop(self, store: GraphStore) -> None:
+        """:class:`ExpandWalk` hands a walk, hop by hop, exactly the rows ``expand`` gives for its frontier,
+        whether the store reads the neighbourhood at once or not (hub cut-off, labels, RELATED both ways)."""
+        self._seed_walks(store)
+        cases = [
+            (("m_1",), (EDGE_NEXT,), 3, None, ()),
+            (("m_2", "m_6"), (EDGE_NEXT,), 2, None, ()),
+            (("m_1", "m_3"), (EDGE_MENTIONS,), 2, 3, ("PERSON", "ORG")),
+            (("m_4",), (EDGE_MENTIONS,), 2, None, None),
+            (("m_1",), (EDGE_MENTIONS, EDGE_RELATED), 3, 3, None),
+            (("e_wm", "m_missing"), (EDGE_MENTIONS,), 2, 3, None),  # a hub seed is not left
+            (("m_1", "m_5"), (EDGE_MENTIONS, EDGE_NEXT), 2, None, None),
+        ]
+        for seeds, types, hops, cap, labels in cases:
+            want = ExpandWalk("u1", types, _hop_rows(list(seeds), labels, hops), hops, cap, labels).call(GenericView(store))
+            got = ExpandWalk("u1", types, _hop_rows(list(seeds), labels, hops), hops, cap, labels).call(store)
+            assert got == want, (seeds, types)
+            assert want[0] == store.expand("u1", list(seeds), types, max_degree=cap)
+        chain = ExpandWalk("u1", (EDGE_NEXT,), _hop_rows(["m_1"], None, 3), 3).call(store)
+        assert [sorted(r.target for r in hop) for hop in chain] == [["m_2"], ["m_1", "m_4"], ["m_2", "m_5"]]
+        assert ExpandWalk("u2", (EDGE_NEXT, EDGE_MENTIONS), _hop_rows(["m_1"], None, 2), 2).call(store) == [[]]
+
+    def test_neighbourhood_rows_are_expand_rows(self, store: GraphStore) -> None:
+        """A store's neighbourhood read gives each node exactly its ``expand`` rows, and holds every node
+        a walk within reach can expand (the sources included, hubs with no rows)."""
+        if not isinstance(store, SupportsNeighbourhood):
+            return
+        self._seed_walks(store)
+        got = store.neighbourhood("u1", ["m_1", "e_wm"], [EDGE_MENTIONS, EDGE_NEXT], reach=1, max_degree=3)
+        assert {"m_1", "e_wm", "m_2", "e_dana", "e_nw"} <= set(got) and got["e_wm"] == []
+        for node, rows in got.items():
+            assert rows == store.expand("u1", [node], [EDGE_MENTIONS, EDGE_NEXT], max_degree=3), node
+        assert set(store.neighbourhood("u1", ["m_4"], [EDGE_MENTIONS], reach=1, labels=("PERSON",))) == {"m_4", "e_wm"}
+        assert store.neighbourhood("u2", ["m_1"], [EDGE_NEXT], reach=2) == {"m_1": []}
+
     # -- search ------------------------------------------------------------------------------------
     def test_nearest_memories(self, store: GraphStore) -> None:
         self._seed_graph(store)
@@ -449,6 +566,42 @@ class GraphStoreConformance:
             for n in store.expand("u1", alive, [EDGE_MENTIONS]):
                 counted[n.target] += 1
             assert entity_degrees(store, ents) == counted, f"step {step}"
+
+    # -- maintenance (optional: SupportsMaintenance) ------------------------------------------------------
+    def _derived_view(self, store: GraphStore) -> tuple[Any, ...]:
+        """What recall reads of the derived indexes, for both users."""
+        terms = ["dana", "run", "procurement", "sign", "invoice", "张伟", "北京", "工作", "cat", "new"]
+        return tuple(
+            (sorted(store.postings(u, terms)), store.lexical_stats(u, terms),
+             [e.id for e in store.get_entities(u, ["dana", "dana whitfield", "northwind", "张伟", "dw"])],
+             entity_degrees(store, ["e_dana", "e_nw", "e_zw", "e_u2dana"]))
+            for u in ("u1", "u2")
+        )
+
+    def test_check_and_reindex_agree_with_the_write_path_when_supported(self, store: GraphStore) -> None:
+        """After every kind of change the write path keeps derived indexes for (status changes, a
+        rewrite with new terms, replaced mentions, a merged alias, deletions, a deleted user), check()
+        finds nothing wrong, and reindex() rebuilds exactly what the writes kept (and finds it again)."""
+        if not isinstance(store, SupportsMaintenance):
+            return  # optional capability (the reference store keeps no derived index)
+        self._seed_graph(store)
+        store.set_status(["m_2"], SUPERSEDED)
+        store.set_status(["m_2"], ACTIVE)
+        store.set_status(["m_3"], INVALIDATED)
+        store.write(WriteBatch(memories=[make_memory("m_1", text="Dana runs new procurement", at=100.0,
+                                                     terms=("dana", "run", "new", "procurement"))],
+                               entities=[make_entity("e_dana", key="dana", aliases=("dw",))],
+                               edges=[mention("m_1", "e_zw")]), replace_mentions_of=["m_1"])
+        store.write(WriteBatch(memories=[make_memory("m_tmp", user="u3", terms=("gone",))]))
+        store.delete_user("u3")
+        store.write(WriteBatch(memories=[make_memory("m_4", terms=("cat", "cat"))]))
+        store.delete_memories(["m_4"])
+        assert [f.line() for f in store.check() if f.level == "error"] == []
+        before = self._derived_view(store)
+        counts = store.reindex()
+        assert counts["users"] == 2
+        assert self._derived_view(store) == before
+        assert [f.line() for f in store.check() if f.level == "error"] == []
 
     # -- export / durability ------------------------------------------------------------------------------
     def test_export_round_trips_through_jsonl(self, store: GraphStore) -> None:

@@ -138,6 +138,10 @@ class VectorIndex:
         self._codes[row] = self._code(status)
         self.counts[status] += 1
 
+    def rows(self) -> Iterable[tuple[str, str]]:
+        """``(id, status)`` of every row, in row order."""
+        return ((rid, self._names[self._codes[i]]) for i, rid in enumerate(self.ids))
+
     def only(self, allowed: set[str]) -> bool:
         """Whether every row has one of the ``allowed`` statuses (no mask needed)."""
         return all(n == 0 or s in allowed for s, n in self.counts.items())

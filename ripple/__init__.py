@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "StoreError": "ripple.errors",
     "StoreUnavailable": "ripple.errors",
     "SchemaError": "ripple.errors",
+    "StoreDamaged": "ripple.errors",
     "ExtractionError": "ripple.errors",
     "ModelNotInstalled": "ripple.errors",
     "LimitExceeded": "ripple.errors",
@@ -65,6 +66,8 @@ _EXPORTS: dict[str, str] = {
     "RerankMethod": "ripple.recall.config",
     "LifecycleConfig": "ripple._lifecycle",
     "RippleSettings": "ripple.settings",
+    "Limits": "ripple.limits",
+    "ImportReport": "ripple.models",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -104,6 +107,7 @@ if TYPE_CHECKING:  # the names for type checkers and IDEs
         NotFound,
         RippleError,
         SchemaError,
+        StoreDamaged,
         StoreError,
         StoreUnavailable,
         UnknownUser,
@@ -124,4 +128,6 @@ if TYPE_CHECKING:  # the names for type checkers and IDEs
         SpreadConfig,
         TierConfig,
     )
+    from .limits import Limits
+    from .models import ImportReport
     from .settings import RippleSettings

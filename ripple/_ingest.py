@@ -15,8 +15,8 @@ import json
 import os
 import threading
 import time
+from collections import Counter, defaultdict
 from datetime import datetime, timezone
-from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generator, Sequence
 
@@ -45,7 +45,7 @@ from ._requests import Embed, Op
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Prepared", "ingest_plan", "entity_id", "new_memory_id", "SELF_KEY", "DERIVED_KINDS"]
+__all__ = ["Prepared", "ingest_plan", "cap_entities", "entity_id", "new_memory_id", "SELF_KEY", "DERIVED_KINDS"]
 
 SELF_KEY = "@self"  # the user's own entity: first-person facts hang off it
 #: Kinds of memory an agent derives from others (a session summary, a recorded procedure): they are
@@ -115,13 +115,51 @@ def new_memory_id() -> str:
 
 @dataclass(slots=True)
 class Prepared:
-    """One item after the CPU stage: validated input, extraction, vectors."""
+    """One item after the CPU stage: validated input, extraction, vectors.
+
+    ``capped``: what :func:`cap_entities` dropped (recorded in the memory's
+    ``metadata["ripple"]``), or None."""
 
     item: AddItem
     extraction: Extraction
     at: float
     vector: "np.ndarray"
     tokens: "np.ndarray"
+    capped: dict[str, Any] | None = None
+
+
+def cap_entities(ex: Extraction, limit: int) -> tuple[Extraction, dict[str, Any] | None]:
+    """At most ``limit`` distinct entity keys from one extraction, and a note of the cap (None: under it).
+
+    Every key a memory would add counts (its entities, the two ends of its
+    triples, its facts' values and named subjects).  Kept first: the keys of
+    facts (they carry the profile and supersede old values), then named
+    entities, then the rest, each by how often the text mentions them and then
+    by first mention; triples and facts with a dropped end are dropped too.
+    Why: a 100,000-character text gave 3,932 entities, and resolving them
+    against each other is quadratic (minutes for one write).
+    """
+    count: Counter[str] = Counter(e.key for e in ex.entities)
+    fact_keys = {k for f in ex.facts for k in (entity_key(f.value), _fact_subject(f.subject)) if k}
+    triple_keys = {k for t in ex.triples for k in (t.subject, t.object)}
+    named = {e.key for e in ex.entities if e.label in NAMED_LABELS}
+    order = list(dict.fromkeys([*(e.key for e in ex.entities), *sorted(triple_keys), *sorted(fact_keys)]))
+    if len(order) <= limit:
+        return ex, None
+    first = {k: i for i, k in enumerate(order)}
+    ranked = sorted(order, key=lambda k: (k not in fact_keys, k not in named, -count[k], first[k]))
+    keep = set(ranked[:limit])
+    capped = replace(
+        ex,
+        entities=tuple(e for e in ex.entities if e.key in keep),
+        triples=tuple(t for t in ex.triples if t.subject in keep and t.object in keep),
+        facts=tuple(f for f in ex.facts if all(k in keep for k in (entity_key(f.value), _fact_subject(f.subject)) if k)),
+    )
+    return capped, {"found": len(order), "kept": limit, "limit": "limits.entities_per_memory"}
+
+
+def _fact_subject(subject: str) -> str:
+    return "" if subject in ("user", "") else entity_key(subject)
 
 
 def ingest_plan(
@@ -250,6 +288,8 @@ def ingest_plan(
             kind = p.item.kind or life.kind.get(i) or ex.kind
             importance = p.item.importance if "importance" in p.item.model_fields_set else _KIND_IMPORTANCE.get(kind, 0.5)
             notes = dict(life.notes.get(i, {}))
+            if p.capped:
+                notes["entities_capped"] = p.capped
             times = resolve_times(p.item.text, datetime.fromtimestamp(p.at, tz=timezone.utc))
             if times:  # relative times read against the memory's own event time (see extractors.timeexpr)
                 notes["times"] = [[a.isoformat(), b.isoformat()] for a, b in times]

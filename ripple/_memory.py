@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, TypeVar, cast
 
-from graphstore import AsyncGraphStore, Credentials, GraphStore, InProcessStore, as_async, open_store
+from graphstore import AsyncGraphStore, GraphStore, InProcessStore, as_async, open_store, retries
 
 from . import _operations as ops
 from . import _validate as check
@@ -28,8 +28,10 @@ from ._facts import facts_plan
 from ._lifecycle import LifecycleConfig
 from ._requests import LocalRequest, Op, Prepare
 from ._runtime import Runtime
-from .errors import ConfigError
-from .models import AddItem, Document, Fact, MemoryConflict, MemoryRecord, RecallResult
+from ._shape import exported
+from .errors import ConfigError, RippleError
+from .limits import Limits
+from .models import AddItem, Document, Fact, ImportReport, MemoryConflict, MemoryRecord, RecallResult
 from .recall.config import RecallConfig
 from .settings import RippleSettings
 
@@ -73,7 +75,8 @@ class _Client:
         beside = None if asynchronous or in_process else _search_beside(cast(GraphStore, opened))
         self._runtime = Runtime(self.settings, embedder=embedder, extractor=extractor, clock=clock,
                                 encode_first=in_process, search_beside=beside)
-        self._ctx = ops.OpContext(config or RecallConfig(), lifecycle or LifecycleConfig(), self._runtime.clock)
+        self._ctx = ops.OpContext(config or RecallConfig(), lifecycle or LifecycleConfig(), self._runtime.clock,
+                                  self.settings.limits)
         self._opened = opened
 
     @property
@@ -97,10 +100,9 @@ class _Client:
     def _open(self, spec: "str | GraphStore | AsyncGraphStore", asynchronous: bool,
               create: bool) -> "GraphStore | AsyncGraphStore":
         if isinstance(spec, str):
-            creds = Credentials(self.settings.neo4j_user, self.settings.neo4j_password, self.settings.neo4j_database)
             if asynchronous:
-                return open_store(spec, asynchronous=True, credentials=creds, create=create)
-            return open_store(spec, credentials=creds, create=create)
+                return open_store(spec, asynchronous=True, create=create, **self.settings.store_options())
+            return open_store(spec, create=create, **self.settings.store_options())
         if asynchronous:
             return as_async(spec)
         if isinstance(spec, AsyncGraphStore):
@@ -115,10 +117,14 @@ class _Client:
     def extractor(self) -> "Extractor":
         return self._runtime.extractor
 
-    @staticmethod
-    def _chunks(items: Iterable[Mapping[str, Any] | AddItem], progress: bool) -> Iterator[list[AddItem]]:
+    @property
+    def limits(self) -> Limits:
+        """The size limits this client enforces (``settings.limits``; see :class:`ripple.Limits`)."""
+        return self._ctx.limits
+
+    def _chunks(self, items: Iterable[Mapping[str, Any] | AddItem], progress: bool) -> Iterator[list[AddItem]]:
         """Validated items in write batches (all validated before the first is yielded), with a progress bar."""
-        valid = check.items(items)
+        valid = check.items(items, self._ctx.limits)
         bar = None
         if progress and len(valid) > _CHUNK:
             from tqdm import tqdm
@@ -206,12 +212,21 @@ class Memory(_Client):
             self._store.close()
 
     def _drive(self, op: Op[T]) -> T:
-        """Run an operation: store requests as plain calls, model work here."""
+        """Run an operation: store requests as plain calls, model work here.
+
+        A ripple error of a request is raised inside the operation, at its
+        ``yield``: the operation decides (a recall survives a failed touch).
+        """
         store, runtime = self._store, self._runtime
         try:
             req = next(op)
             while True:
-                req = op.send(req.run(runtime) if isinstance(req, LocalRequest) else req.call(store))
+                try:
+                    value = req.run(runtime) if isinstance(req, LocalRequest) else req.call(store)
+                except RippleError as exc:
+                    req = op.throw(exc)
+                else:
+                    req = op.send(value)
         except StopIteration as stop:
             return cast(T, stop.value)
 
@@ -240,15 +255,15 @@ class Memory(_Client):
                importance: float | None = None, at: datetime | None = None) -> MemoryRecord:
         """Change a memory in place; a new text is re-extracted and re-embedded."""
         with self._write_lock:
-            return self._drive(ops.update(memory_id, text, metadata, importance, at))
+            return self._drive(ops.update(self._ctx, memory_id, text, metadata, importance, at))
 
     def delete(self, memory_id: str) -> None:
         """Delete one memory with its edges and index entries."""
-        self._drive(ops.delete(memory_id))
+        self._drive(ops.delete(self._ctx, memory_id))
 
     def delete_all(self, *, user_id: str) -> dict[str, int]:
         """Delete every node, edge and index entry of a user; returns counts."""
-        return self._drive(ops.delete_all(user_id))
+        return self._drive(ops.delete_all(self._ctx, user_id))
 
     def forget(self, memory_id: str | None = None, *, query: str | None = None,
                user_id: str | None = None) -> MemoryRecord:
@@ -263,33 +278,33 @@ class Memory(_Client):
     def pin(self, memory_id: str, pinned: bool = True) -> MemoryRecord:
         """Keep a memory at full weight in every forgetting tier (or stop doing so)."""
         with self._write_lock:
-            return self._drive(ops.pin(memory_id, pinned))
+            return self._drive(ops.pin(self._ctx, memory_id, pinned))
 
     # -- reads -------------------------------------------------------------------------------
     def get(self, memory_id: str) -> MemoryRecord:
         """One memory by id (raises :class:`~ripple.MemoryNotFound`)."""
-        return self._drive(ops.get(memory_id))
+        return self._drive(ops.get(self._ctx, memory_id))
 
     def get_all(self, *, user_id: str, session_id: str | None = None, limit: int | None = None) -> list[MemoryRecord]:
         """A user's memories in event-time order."""
-        return self._drive(ops.get_all(user_id, session_id, limit))
+        return self._drive(ops.get_all(self._ctx, user_id, session_id, limit))
 
     def history(self, memory_id: str) -> list[MemoryRecord]:
         """Every version of a memory (what it superseded and what superseded it), oldest first."""
-        return self._drive(ops.history(memory_id))
+        return self._drive(ops.history(self._ctx, memory_id))
 
     def conflicts(self, *, user_id: str) -> list[MemoryConflict]:
         """Open conflicts of a user: pairs of active memories that may state the same thing with a
         different value, which the write path was not sure enough of to supersede ("was 50k, possibly
         now 60k").  Oldest first; each says which clauses and values were compared and why."""
-        return self._drive(ops.conflicts(user_id))
+        return self._drive(ops.conflicts(self._ctx, user_id))
 
     def resolve_conflict(self, new_id: str, old_id: str, *, supersedes: bool) -> None:
         """Settle a conflict: ``supersedes=True`` makes the later of the two supersede the earlier
         (status, ``valid_to``, SUPERSEDES edge); ``False`` keeps both as they are.  Either way the
         conflict is no longer listed."""
         with self._write_lock:
-            self._drive(ops.resolve_conflict(new_id, old_id, supersedes))
+            self._drive(ops.resolve_conflict(self._ctx, new_id, old_id, supersedes))
 
     def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple",
                config: RecallConfig | None = None, touch: bool = True, include_history: bool = False,
@@ -308,9 +323,10 @@ class Memory(_Client):
         ``min_relevance`` drops hits below it, so an unrelated question can
         return nothing.
         """
-        with one_blas_thread():
-            return self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history,
-                                          min_relevance))
+        with one_blas_thread(), retries.recording() as retried:
+            result = self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history,
+                                            min_relevance))
+        return ops.with_store_retries(result, retried)
 
     def maintain(self, *, user_id: str, now: datetime | None = None) -> dict[str, int]:
         """A maintenance pass: how many of a user's memories are in each forgetting tier now.
@@ -324,32 +340,49 @@ class Memory(_Client):
     # -- housekeeping ------------------------------------------------------------------------
     def export(self, *, user_id: str) -> Iterator[dict[str, Any]]:
         """Every node and edge of a user as JSON-ready dicts (see :mod:`graphstore.jsonl`), streamed."""
-        from graphstore.jsonl import to_json
+        for rec in self._drive(ops.export(self._ctx, user_id)):
+            yield exported(rec)
 
-        for rec in self._drive(ops.export(user_id)):
-            yield to_json(rec)
+    def import_records(self, records: Iterable[Mapping[str, Any] | str | bytes], *, user_id: str) -> ImportReport:
+        """Load exported records as ``user_id``'s: the dicts :meth:`export` yields, or the lines of its
+        JSONL file (``str`` or UTF-8 ``bytes``, e.g. an open file).
 
-    def import_records(self, records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-        """Load exported records (the dicts :meth:`export` yields, e.g. from a JSONL file); returns counts."""
+        Tenant-safe: nothing of another user is ever written.  Records of another
+        ``user_id`` are imported as this user's under new ids; a memory id the
+        store holds for another user is refused; entity ids are the user's own.
+        Each record is validated like an :meth:`add` (limits included, vectors of
+        the embedder's dimension, edges only between the user's nodes); a bad one
+        is refused with its number and reason and the rest are imported, in
+        transactions of ``limits.import_batch`` records.  Records already stored
+        as the file has them are skipped, so importing one's own export again
+        changes nothing.  See :class:`~ripple.models.ImportReport` and
+        :mod:`ripple._import`.
+        """
         with self._write_lock:
-            return self._drive(ops.import_records(records))
+            return self._drive(ops.import_records(self._ctx, records, user_id))
 
     def stats(self, *, user_id: str | None = None) -> dict[str, int]:
         """Counts of memories, entities and edges (one user or the whole store)."""
-        return self._drive(ops.stats(user_id))
+        return self._drive(ops.stats(self._ctx, user_id))
 
     def users(self) -> list[str]:
         """Every user id with something stored."""
         return self._drive(ops.users())
 
-    def cypher(self, query: str, params: dict[str, Any] | None = None, *,
-               write: bool = False) -> tuple[list[str], list[list[Any]]]:
+    def cypher(self, query: str, params: dict[str, Any] | None = None, *, write: bool = False,
+               allow_procedures: bool = False, allow_admin: bool = False) -> tuple[list[str], list[list[Any]]]:
         """Run a Cypher query on a store that runs them (Neo4j): column names and rows.
 
-        A read transaction unless ``write=True`` (a query that writes is then
-        refused); raises :class:`~ripple.ConfigError` on the embedded store.
+        A read transaction unless ``write=True``.  Neo4j's ``EXPLAIN`` plan of the
+        query decides what it does: a query that writes needs ``write=True``, a
+        procedure call ``allow_procedures=True``, and an administration or schema
+        command, a ``dbms.*`` procedure or ``LOAD CSV`` ``allow_admin=True``;
+        otherwise it is refused (:class:`~ripple.InvalidInput`) before it runs.
+        This guards a tool; it does not isolate tenants (Neo4j's users and roles
+        do: see RELIABILITY.md).  Raises :class:`~ripple.ConfigError` on the
+        embedded store.
         """
-        return self._drive(ops.cypher(query, params, write))
+        return self._drive(ops.cypher(self._ctx, query, params, write, allow_procedures, allow_admin))
 
     # -- facts, documents and agent sessions (logic in _facts, _documents, agent/) -----------------
     def facts(self, *, user_id: str, include_history: bool = False) -> list[Fact]:
@@ -358,11 +391,11 @@ class Memory(_Client):
         Current facts only unless ``include_history=True`` (then superseded
         values too, each with its ``valid_to``); see :class:`ripple.models.Fact`.
         """
-        return self._drive(facts_plan(check.user(user_id), include_history=include_history))
+        return self._drive(facts_plan(check.user(user_id, self._ctx.limits), include_history=include_history))
 
     def get_document(self, *, user_id: str, key: str) -> Document | None:
         """A versioned JSON document of the user, or None (see :meth:`put_document`)."""
-        return self._drive(get_document_plan(user_id, key))
+        return self._drive(get_document_plan(user_id, key, self._ctx.limits))
 
     def put_document(self, *, user_id: str, key: str, value: Any, expected_version: int | None) -> Document:
         """Store a JSON document if it is at ``expected_version`` (0: must not exist; None: any version).
@@ -372,11 +405,13 @@ class Memory(_Client):
         :class:`~ripple.VersionConflict` and nothing is written.  Documents
         survive restarts and are deleted with the user.
         """
-        return self._drive(put_document_plan(user_id, key, value, expected_version, self._runtime.clock()))
+        return self._drive(put_document_plan(user_id, key, value, expected_version, self._runtime.clock(),
+                                                   self._ctx.limits))
 
     def delete_document(self, *, user_id: str, key: str, expected_version: int | None = None) -> None:
         """Delete a document (if it is at ``expected_version``, when given)."""
-        self._drive(delete_document_plan(user_id, key, expected_version, self._runtime.clock()))
+        self._drive(delete_document_plan(user_id, key, expected_version, self._runtime.clock(),
+                                         self._ctx.limits))
 
     def session(self, user_id: str, session_id: str, agent_id: str | None = None, **options: Any) -> "Session":
         """An agent session over this memory: token-budgeted window, summaries, pins, profile,
@@ -429,11 +464,15 @@ class AsyncMemory(_Client):
         try:
             req = next(op)
             while True:
-                if isinstance(req, LocalRequest):
-                    value = await _thread(req.run, runtime)
+                try:
+                    if isinstance(req, LocalRequest):
+                        value = await _thread(req.run, runtime)
+                    else:
+                        value = await req.acall(store)
+                except RippleError as exc:
+                    req = op.throw(exc)
                 else:
-                    value = await req.acall(store)
-                req = op.send(value)
+                    req = op.send(value)
         except StopIteration as stop:
             return cast(T, stop.value)
 
@@ -459,15 +498,15 @@ class AsyncMemory(_Client):
                      importance: float | None = None, at: datetime | None = None) -> MemoryRecord:
         """See :meth:`Memory.update`."""
         async with self._write_lock:
-            return await self._drive(ops.update(memory_id, text, metadata, importance, at))
+            return await self._drive(ops.update(self._ctx, memory_id, text, metadata, importance, at))
 
     async def delete(self, memory_id: str) -> None:
         """See :meth:`Memory.delete`."""
-        await self._drive(ops.delete(memory_id))
+        await self._drive(ops.delete(self._ctx, memory_id))
 
     async def delete_all(self, *, user_id: str) -> dict[str, int]:
         """See :meth:`Memory.delete_all`."""
-        return await self._drive(ops.delete_all(user_id))
+        return await self._drive(ops.delete_all(self._ctx, user_id))
 
     async def forget(self, memory_id: str | None = None, *, query: str | None = None,
                      user_id: str | None = None) -> MemoryRecord:
@@ -478,38 +517,39 @@ class AsyncMemory(_Client):
     async def pin(self, memory_id: str, pinned: bool = True) -> MemoryRecord:
         """See :meth:`Memory.pin`."""
         async with self._write_lock:
-            return await self._drive(ops.pin(memory_id, pinned))
+            return await self._drive(ops.pin(self._ctx, memory_id, pinned))
 
     # -- reads -------------------------------------------------------------------------------
     async def get(self, memory_id: str) -> MemoryRecord:
         """See :meth:`Memory.get`."""
-        return await self._drive(ops.get(memory_id))
+        return await self._drive(ops.get(self._ctx, memory_id))
 
     async def get_all(self, *, user_id: str, session_id: str | None = None,
                       limit: int | None = None) -> list[MemoryRecord]:
         """See :meth:`Memory.get_all`."""
-        return await self._drive(ops.get_all(user_id, session_id, limit))
+        return await self._drive(ops.get_all(self._ctx, user_id, session_id, limit))
 
     async def history(self, memory_id: str) -> list[MemoryRecord]:
         """See :meth:`Memory.history`."""
-        return await self._drive(ops.history(memory_id))
+        return await self._drive(ops.history(self._ctx, memory_id))
 
     async def conflicts(self, *, user_id: str) -> list[MemoryConflict]:
         """See :meth:`Memory.conflicts`."""
-        return await self._drive(ops.conflicts(user_id))
+        return await self._drive(ops.conflicts(self._ctx, user_id))
 
     async def resolve_conflict(self, new_id: str, old_id: str, *, supersedes: bool) -> None:
         """See :meth:`Memory.resolve_conflict`."""
         async with self._write_lock:
-            await self._drive(ops.resolve_conflict(new_id, old_id, supersedes))
+            await self._drive(ops.resolve_conflict(self._ctx, new_id, old_id, supersedes))
 
     async def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple",
                      config: RecallConfig | None = None, touch: bool = True,
                      include_history: bool = False, min_relevance: float | None = None) -> RecallResult:
         """The ``k`` memories most related to ``query`` (see :meth:`Memory.recall`)."""
-        with one_blas_thread():
-            return await self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history,
-                                                min_relevance))
+        with one_blas_thread(), retries.recording() as retried:
+            result = await self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history,
+                                                  min_relevance))
+        return ops.with_store_retries(result, retried)
 
     async def maintain(self, *, user_id: str, now: datetime | None = None) -> dict[str, int]:
         """See :meth:`Memory.maintain`."""
@@ -518,45 +558,46 @@ class AsyncMemory(_Client):
     # -- housekeeping ------------------------------------------------------------------------
     async def export(self, *, user_id: str) -> AsyncIterator[dict[str, Any]]:
         """Every node and edge of a user as JSON-ready dicts, streamed (``async for``)."""
-        from graphstore.jsonl import to_json
+        async for rec in await self._drive(ops.export(self._ctx, user_id)):
+            yield exported(rec)
 
-        async for rec in await self._drive(ops.export(user_id)):
-            yield to_json(rec)
-
-    async def import_records(self, records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    async def import_records(self, records: Iterable[Mapping[str, Any] | str | bytes], *,
+                             user_id: str) -> ImportReport:
         """See :meth:`Memory.import_records`."""
         async with self._write_lock:
-            return await self._drive(ops.import_records(records))
+            return await self._drive(ops.import_records(self._ctx, records, user_id))
 
     async def stats(self, *, user_id: str | None = None) -> dict[str, int]:
         """See :meth:`Memory.stats`."""
-        return await self._drive(ops.stats(user_id))
+        return await self._drive(ops.stats(self._ctx, user_id))
 
     async def users(self) -> list[str]:
         """See :meth:`Memory.users`."""
         return await self._drive(ops.users())
 
-    async def cypher(self, query: str, params: dict[str, Any] | None = None, *,
-                     write: bool = False) -> tuple[list[str], list[list[Any]]]:
+    async def cypher(self, query: str, params: dict[str, Any] | None = None, *, write: bool = False,
+                     allow_procedures: bool = False, allow_admin: bool = False) -> tuple[list[str], list[list[Any]]]:
         """See :meth:`Memory.cypher`."""
-        return await self._drive(ops.cypher(query, params, write))
+        return await self._drive(ops.cypher(self._ctx, query, params, write, allow_procedures, allow_admin))
 
     # -- facts, documents and agent sessions (see Memory) ----------------------------------------------
     async def facts(self, *, user_id: str, include_history: bool = False) -> list[Fact]:
         """See :meth:`Memory.facts`."""
-        return await self._drive(facts_plan(check.user(user_id), include_history=include_history))
+        return await self._drive(facts_plan(check.user(user_id, self._ctx.limits), include_history=include_history))
 
     async def get_document(self, *, user_id: str, key: str) -> Document | None:
         """See :meth:`Memory.get_document`."""
-        return await self._drive(get_document_plan(user_id, key))
+        return await self._drive(get_document_plan(user_id, key, self._ctx.limits))
 
     async def put_document(self, *, user_id: str, key: str, value: Any, expected_version: int | None) -> Document:
         """See :meth:`Memory.put_document`."""
-        return await self._drive(put_document_plan(user_id, key, value, expected_version, self._runtime.clock()))
+        return await self._drive(put_document_plan(user_id, key, value, expected_version, self._runtime.clock(),
+                                                         self._ctx.limits))
 
     async def delete_document(self, *, user_id: str, key: str, expected_version: int | None = None) -> None:
         """See :meth:`Memory.delete_document`."""
-        await self._drive(delete_document_plan(user_id, key, expected_version, self._runtime.clock()))
+        await self._drive(delete_document_plan(user_id, key, expected_version, self._runtime.clock(),
+                                               self._ctx.limits))
 
     def session(self, user_id: str, session_id: str, agent_id: str | None = None, **options: Any) -> "AsyncSession":
         """The async twin of :meth:`Memory.session` (the session's methods are awaited)."""

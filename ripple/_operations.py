@@ -10,10 +10,11 @@ work) and returns the public result.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
 from graphstore.records import EDGE_CONFLICTS, EDGE_SUPERSEDES, EdgeRecord, MemoryRecord as StoredMemory, WriteBatch
@@ -38,30 +39,37 @@ from . import _validate as check
 from ._lifecycle import LifecycleConfig
 from ._requests import Op, Prepare, PrepareQuery
 from ._shape import recall_result, to_datetime, to_model
-from .errors import InvalidInput, MemoryNotFound
-from .models import AddItem, MemoryConflict, MemoryRecord, RecallHit, RecallResult, RecallTrace, as_utc
+from .errors import InvalidInput, MemoryNotFound, StoreError
+from .limits import Limits, exceeded
+from .models import (AddItem, ImportReport, MemoryConflict, MemoryRecord, RecallHit, RecallResult, RecallTrace,
+                     StageTrace, as_utc)
 from .recall.config import RecallConfig
 from .recall.merge import tier_of
 from .recall.pipeline import recall_plan
 from .recall.recipes import RECIPES
 
 if TYPE_CHECKING:
+    from graphstore.retries import Retry
+
     from ._ingest import Prepared
 
 __all__ = ["OpContext", "get", "get_record", "add_chunk", "update", "delete", "delete_all", "forget", "pin",
-           "history", "conflicts", "resolve_conflict", "maintain", "get_all", "recall", "export", "import_records", "stats", "users", "cypher"]
+           "history", "conflicts", "resolve_conflict", "maintain", "get_all", "recall", "with_store_retries", "export",
+           "import_records", "stats", "users", "cypher"]
 
+_log = logging.getLogger("ripple")
 _MAX_VERSIONS = 50  # hops followed along SUPERSEDES edges
 _PAGE = 5_000  # memories per page when a maintenance pass walks a user's memories
 
 
 @dataclass(frozen=True, slots=True)
 class OpContext:
-    """What operations read of their client: its recall plan, lifecycle rules and clock."""
+    """What operations read of their client: its recall plan, lifecycle rules, clock and size limits."""
 
     config: RecallConfig
     lifecycle: LifecycleConfig
     clock: Callable[[], float]
+    limits: Limits = Limits()
 
 
 def _ts(value: datetime) -> float:
@@ -71,22 +79,22 @@ def _ts(value: datetime) -> float:
 # -------------------------------------------------------------------------------------------- reads by id
 
 
-def get_record(memory_id: Any, *, with_vectors: bool = False) -> Op[StoredMemory]:
-    found = yield GetMemories([check.memory_id(memory_id)], with_vectors=with_vectors)
+def get_record(ctx: OpContext, memory_id: Any, *, with_vectors: bool = False) -> Op[StoredMemory]:
+    found = yield GetMemories([check.memory_id(memory_id, ctx.limits)], with_vectors=with_vectors)
     if not found:
         raise MemoryNotFound(f"no memory with id {memory_id!r}")
     return found[0]
 
 
-def get(memory_id: Any) -> Op[MemoryRecord]:
-    return to_model((yield from get_record(memory_id)))
+def get(ctx: OpContext, memory_id: Any) -> Op[MemoryRecord]:
+    return to_model((yield from get_record(ctx, memory_id)))
 
 
-def known_user(user_id: Any) -> Op[bool]:
+def known_user(ctx: OpContext, user_id: Any) -> Op[bool]:
     """True when the store holds a memory of the user.  A user with no memories yet is not an
     error for a read (an agent's first turn for a new user recalls nothing): reads of such a
     user return empty results, and :class:`~ripple.models.RecallResult` says so."""
-    check.user(user_id)
+    check.user(user_id, ctx.limits)
     return bool((yield HasMemories(user_id)))
 
 
@@ -100,31 +108,33 @@ def add_chunk(ctx: OpContext, prepared: "list[Prepared]") -> Op[list[MemoryRecor
     return [to_model(r) for r in records]
 
 
-def update(memory_id: Any, text: str | None, metadata: dict[str, Any] | None, importance: float | None,
-           at: datetime | None) -> Op[MemoryRecord]:
+def update(ctx: OpContext, memory_id: Any, text: str | None, metadata: dict[str, Any] | None,
+           importance: float | None, at: datetime | None) -> Op[MemoryRecord]:
     from ._ingest import ingest_plan
 
-    old = yield from get_record(memory_id)
-    (item,) = check.items([
+    old = yield from get_record(ctx, memory_id)
+    current = to_model(old)  # (a damaged row is a StoreError here, before anything is written)
+    item = check.item(
         {"text": text if text is not None else old.text, "user_id": old.user_id, "agent_id": old.agent_id,
-         "session_id": old.session_id, "at": at or to_datetime(old.at), "kind": old.kind,
+         "session_id": old.session_id, "at": at or current.at, "kind": old.kind,
          "importance": importance if importance is not None else old.importance,
-         "metadata": metadata if metadata is not None else json.loads(old.metadata_json)}
-    ])
+         "metadata": metadata if metadata is not None else current.metadata},
+        ctx.limits, "update",
+    )
     prepared = yield Prepare([item])
     if not prepared:
         raise InvalidInput("the new text has no content to remember")
     yield from ingest_plan(prepared, now=old.created_at, replacing=old)
-    return to_model((yield from get_record(old.id)))
+    return to_model((yield from get_record(ctx, old.id)))
 
 
-def delete(memory_id: Any) -> Op[None]:
-    yield from get_record(memory_id)
+def delete(ctx: OpContext, memory_id: Any) -> Op[None]:
+    yield from get_record(ctx, memory_id)
     yield DeleteMemories([memory_id])
 
 
-def delete_all(user_id: Any) -> Op[dict[str, int]]:
-    return (yield DeleteUser(check.user(user_id)))
+def delete_all(ctx: OpContext, user_id: Any) -> Op[dict[str, int]]:
+    return (yield DeleteUser(check.user(user_id, ctx.limits)))
 
 
 def forget(ctx: OpContext, memory_id: str | None, query: str | None, user_id: str | None) -> Op[MemoryRecord]:
@@ -137,13 +147,13 @@ def forget(ctx: OpContext, memory_id: str | None, query: str | None, user_id: st
         if not found.hits:
             raise MemoryNotFound(f"no active memory of {user_id!r} matches {query!r}")
         memory_id = found.hits[0].memory.id
-    rec = yield from get_record(memory_id)
+    rec = yield from get_record(ctx, memory_id)
     yield SetStatus([rec.id], INVALIDATED)
     return to_model(replace(rec, status=INVALIDATED))
 
 
-def pin(memory_id: Any, pinned: bool) -> Op[MemoryRecord]:
-    full = replace((yield from get_record(memory_id, with_vectors=True)), pinned=bool(pinned))
+def pin(ctx: OpContext, memory_id: Any, pinned: bool) -> Op[MemoryRecord]:
+    full = replace((yield from get_record(ctx, memory_id, with_vectors=True)), pinned=bool(pinned))
     yield Write(WriteBatch(memories=[full]))
     return to_model(full)
 
@@ -190,15 +200,15 @@ def versions(records: Sequence[StoredMemory], user_id: str, *, conflicts: bool =
     return [sorted(members[root(r.id)], key=lambda m: (m.at, m.created_at, m.id)) for r in records]
 
 
-def history(memory_id: Any) -> Op[list[MemoryRecord]]:
-    rec = yield from get_record(memory_id)
+def history(ctx: OpContext, memory_id: Any) -> Op[list[MemoryRecord]]:
+    rec = yield from get_record(ctx, memory_id)
     (found,) = yield from versions([rec], rec.user_id)
     return [to_model(r) for r in found]
 
 
-def conflicts(user_id: Any) -> Op[list[MemoryConflict]]:
+def conflicts(ctx: OpContext, user_id: Any) -> Op[list[MemoryConflict]]:
     """Open conflicts of a user (open CONFLICTS edges between two memories still active), oldest first."""
-    if not (yield from known_user(user_id)):
+    if not (yield from known_user(ctx, user_id)):
         return []
     edges = [e for e in (yield ListEdges(user_id, [EDGE_CONFLICTS])) if e.weight > 0]
     ids = sorted({e.src for e in edges} | {e.dst for e in edges})
@@ -224,11 +234,11 @@ def _conflict(new: StoredMemory, old: StoredMemory, at: float | None) -> MemoryC
                           why=str(note.get("why", "")), at=None if at is None else to_datetime(at))
 
 
-def resolve_conflict(new_id: Any, old_id: Any, supersedes: bool) -> Op[None]:
+def resolve_conflict(ctx: OpContext, new_id: Any, old_id: Any, supersedes: bool) -> Op[None]:
     """Settle an open conflict: close its edge (weight 0) and, with ``supersedes``, let the later
     of the two supersede the earlier, as a high-confidence decision on the write path would have."""
-    new = yield from get_record(new_id, with_vectors=True)
-    old = yield from get_record(old_id, with_vectors=True)
+    new = yield from get_record(ctx, new_id, with_vectors=True)
+    old = yield from get_record(ctx, old_id, with_vectors=True)
     edges = [] if old.user_id != new.user_id else (yield ListEdges(new.user_id, [EDGE_CONFLICTS]))
     open_edges = [e for e in edges if e.weight > 0 and {e.src, e.dst} == {new.id, old.id}]
     if not open_edges:
@@ -269,10 +279,11 @@ def _with_history(result: RecallResult, by_id: dict[str, StoredMemory], user_id:
 
 
 def maintain(ctx: OpContext, user_id: Any, now: datetime | None) -> Op[dict[str, int]]:
+    now = check.when(now, "now")
     at = ctx.clock() if now is None else _ts(now)
     counts: dict[str, int] = {"hot": 0, "warm": 0, "cold": 0, "frozen": 0, "superseded": 0, "invalidated": 0,
                               "pinned": 0}
-    if not (yield from known_user(user_id)):
+    if not (yield from known_user(ctx, user_id)):
         return counts
     offset = 0
     while True:
@@ -288,8 +299,9 @@ def maintain(ctx: OpContext, user_id: Any, now: datetime | None) -> Op[dict[str,
         offset += _PAGE
 
 
-def get_all(user_id: Any, session_id: str | None, limit: int | None) -> Op[list[MemoryRecord]]:
-    if not (yield from known_user(user_id)):
+def get_all(ctx: OpContext, user_id: Any, session_id: str | None, limit: int | None) -> Op[list[MemoryRecord]]:
+    session_id, limit = check.session(session_id, ctx.limits), check.limit(limit)
+    if not (yield from known_user(ctx, user_id)):
         return []
     records = yield ListMemories(user_id, session_id=session_id, limit=limit)
     return [to_model(r) for r in records]
@@ -297,10 +309,10 @@ def get_all(user_id: Any, session_id: str | None, limit: int | None) -> Op[list[
 
 def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: RecallConfig | None,
            touch: bool, include_history: bool, min_relevance: float | None = None) -> Op[RecallResult]:
-    check.query(query, k, mode)
+    check.query(query, k, mode, ctx.limits)
     floor = check.relevance_floor(min_relevance)
     t0 = time.perf_counter()
-    if not (yield from known_user(user_id)):  # before any model is loaded for the query
+    if not (yield from known_user(ctx, user_id)):  # before any model is loaded for the query
         return RecallResult(query=query, user_id=user_id, mode=mode, hits=(), trace=RecallTrace(),
                             user_known=False)
     cfg = config or (ctx.config if mode == "ripple" else RECIPES[mode])
@@ -315,22 +327,58 @@ def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: 
     if include_history and result.hits:
         result = yield from _with_history(result, plan.records, user_id)
     if touch and result.hits:
-        yield Touch([h.memory.id for h in result.hits], ctx.clock())
+        t1 = time.perf_counter()
+        try:
+            yield Touch([h.memory.id for h in result.hits], ctx.clock())
+        except StoreError as exc:  # counting the hits as used is not worth failing the recall for
+            _warn_once("touch", "recall could not record its hits as used (the recall itself is fine): %s", exc)
+            result = _with_stage(result, StageTrace(name="touch", ms=(time.perf_counter() - t1) * 1000.0,
+                                                    size=len(result.hits), detail={"error": _one_line(exc)}))
     return result
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(kind: str, message: str, exc: BaseException) -> None:
+    """Log a degraded-but-working condition once per process and kind (then at debug level)."""
+    level = logging.DEBUG if kind in _WARNED else logging.WARNING
+    _WARNED.add(kind)
+    _log.log(level, message, _one_line(exc))
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
+def _with_stage(result: RecallResult, stage: StageTrace) -> RecallResult:
+    trace = result.trace.model_copy(update={"stages": (*result.trace.stages, stage)})
+    return result.model_copy(update={"trace": trace})
+
+
+def with_store_retries(result: RecallResult, retried: Sequence[Retry]) -> RecallResult:
+    """The result with a ``store_retries`` stage when its store calls had to be retried (a slow store)."""
+    if not retried:
+        return result
+    detail = {"stores": sorted({r.store for r in retried}), "errors": [r.error for r in retried[:5]]}
+    return _with_stage(result, StageTrace(name="store_retries", ms=sum(r.wait_s for r in retried) * 1000.0,
+                                          size=len(retried), detail=detail))
 
 
 # -------------------------------------------------------------------------------------------- housekeeping
 
 
-def export(user_id: Any) -> Op[Any]:
-    """The user's records (an iterator, or an async iterator from an async store); none for an unknown user."""
-    check.user(user_id)
+def export(ctx: OpContext, user_id: Any) -> Op[Any]:
+    """The user's records (an iterator, or an async iterator from an async store); none for an unknown
+    user.  Any user :meth:`~ripple.Memory.users` lists can be exported, also one whose memories were
+    all deleted but whose entities remain."""
+    check.user(user_id, ctx.limits)
     return (yield Export(user_id))
 
 
-def stats(user_id: str | None) -> Op[dict[str, int]]:
+def stats(ctx: OpContext, user_id: str | None) -> Op[dict[str, int]]:
     if user_id is not None:
-        check.user(user_id)
+        check.user(user_id, ctx.limits)
     return (yield Stats(user_id))
 
 
@@ -338,27 +386,20 @@ def users() -> Op[list[str]]:
     return (yield Users())
 
 
-def import_records(records: Iterable[Mapping[str, Any]]) -> Op[dict[str, int]]:
-    """Write exported records batch by batch; counts by kind."""
-    from graphstore.jsonl import batches_from_records
+def import_records(ctx: OpContext, records: Iterable[Any], user_id: Any) -> Op[ImportReport]:
+    """Exported records as ``user_id``'s, validated, re-keyed and written batch by batch (see :mod:`ripple._import`)."""
+    from ._import import import_plan
 
-    counts = {"memories": 0, "entities": 0, "edges": 0}
-    batches = batches_from_records(records)
-    while True:
-        try:
-            batch = next(batches, None)
-        except ValueError as exc:
-            raise InvalidInput(str(exc)) from exc
-        if batch is None:
-            break
-        yield Write(batch)
-        counts["memories"] += len(batch.memories)
-        counts["entities"] += len(batch.entities)
-        counts["edges"] += len(batch.edges)
-    return counts
+    return (yield from import_plan(records, user_id, ctx.limits))
 
 
-def cypher(query: Any, params: dict[str, Any] | None, write: bool) -> Op[tuple[list[str], list[list[Any]]]]:
+def cypher(ctx: OpContext, query: Any, params: dict[str, Any] | None, write: bool, allow_procedures: bool,
+           allow_admin: bool) -> Op[tuple[list[str], list[list[Any]]]]:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("the Cypher query must be a non-empty string")
-    return (yield Cypher(query, dict(params or {}), bool(write)))
+    if len(query) > ctx.limits.query_chars:
+        raise exceeded("query_chars", "Cypher query length in characters", len(query), ctx.limits.query_chars)
+    check.unicode(query, "the Cypher query")
+    if params is not None and not isinstance(params, dict):
+        raise InvalidInput(f"Cypher params must be a dict, not {type(params).__name__}")
+    return (yield Cypher(query, dict(params or {}), bool(write), bool(allow_procedures), bool(allow_admin)))

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from .recall.query import QueryInput, QueryVectors
     from ._supersede import JudgeCase
 
-__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "Embed", "CrossEncode", "Frames",
-           "Judge", "Request", "Op"]
+__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "Embed", "VectorDim", "CrossEncode",
+           "Frames", "Judge", "Request", "Op"]
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -83,7 +83,15 @@ class Embed(LocalRequest["np.ndarray"]):
     texts: Sequence[str]
 
     def run(self, runtime: "Runtime") -> "np.ndarray":
-        return runtime.embedder.encode(list(self.texts))
+        return runtime.encode(self.texts)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorDim(LocalRequest[int]):
+    """The embedder's dimension: what every stored vector must have (an import checks its blobs)."""
+
+    def run(self, runtime: "Runtime") -> int:
+        return int(runtime.embedder.dim)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,13 +11,15 @@ overlaps the plan's lexical reads instead of following them.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from .errors import ConfigError
+from .errors import ConfigError, ExtractionError, ModelNotInstalled, RippleError
 from .models import AddItem, as_utc
 from .recall.config import RecallConfig
 from .recall.query import DenseSearch, QueryInput, QueryVectors, dense_search, needs_vectors
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from ._ingest import Prepared
     from .embedding import Embedder
 
-__all__ = ["Runtime", "DenseSearchFn"]
+__all__ = ["Runtime", "DenseSearchFn", "analysing"]
 
 #: A store's dense search, callable from a worker thread: (user_id, vector, k, statuses) -> hits.
 DenseSearchFn = Callable[[str, "np.ndarray", int, Sequence[str]], list[tuple[str, float]]]
@@ -41,6 +43,22 @@ RECENT_PARSES = 4096
 
 #: Batches of at least this many texts are embedded in a worker thread while they are extracted.
 OVERLAP_MIN_BATCH = 16
+
+
+@contextlib.contextmanager
+def analysing(what: str) -> Iterator[None]:
+    """An extractor or a model that fails on a text raises :class:`~ripple.ExtractionError` (cause chained).
+
+    ripple's own extractors and models do not fail on valid input, but a
+    user's extractor may, and so may spaCy on a text past its ``max_length``
+    when ``limits.text_chars`` is raised above it: either way the caller gets
+    one error type, never the library's own."""
+    try:
+        yield
+    except RippleError:
+        raise
+    except Exception as exc:
+        raise ExtractionError(f"could not analyse {what}: {type(exc).__name__}: {exc}") from exc
 
 
 class Runtime:
@@ -100,13 +118,27 @@ class Runtime:
         if model is None:
             from sentence_transformers import CrossEncoder
 
-            model = self._cross_encoders[model_name] = CrossEncoder(model_name, device=self.settings.device)
-        return [float(s) for s in model.predict(list(pairs))] if pairs else []
+            try:
+                model = CrossEncoder(model_name, device=self.settings.device)
+            except Exception as exc:
+                raise ModelNotInstalled(f"cannot load cross-encoder {model_name!r}: {exc}") from exc
+            self._cross_encoders[model_name] = model
+        with analysing("the reranked texts"):
+            return [float(s) for s in model.predict(list(pairs))] if pairs else []
 
     # -- the write path's CPU stage ---------------------------------------------------
     def prepare(self, items: Sequence[AddItem]) -> "list[Prepared]":
         """Extraction and vectors of validated items; contentless texts ("ok", "好的") are dropped."""
-        from ._ingest import Prepared
+        with analysing("the texts to store"):
+            return self._prepare(items)
+
+    def encode(self, texts: Sequence[str]) -> "np.ndarray":
+        """Sentence vectors of texts (entity names on ingest)."""
+        with analysing("entity names"):
+            return self.embedder.encode(list(texts))
+
+    def _prepare(self, items: Sequence[AddItem]) -> "list[Prepared]":
+        from ._ingest import Prepared, cap_entities
 
         if not items:
             return []
@@ -130,13 +162,13 @@ class Runtime:
                 return []
             vectors, tokens = self.embedder.encode_with_tokens([texts[n] for n in keep])
         now = self.clock()
-        for n in keep:
+        out = []
+        for j, n in enumerate(keep):
             self._remember_parse(texts[n], extractions[n])
-        return [
-            Prepared(items[n], extractions[n], as_utc(at).timestamp() if (at := items[n].at) else now,
-                     vectors[j], tokens[j])
-            for j, n in enumerate(keep)
-        ]
+            extraction, capped = cap_entities(extractions[n], self.settings.limits.entities_per_memory)
+            out.append(Prepared(items[n], extraction, as_utc(at).timestamp() if (at := items[n].at) else now,
+                                vectors[j], tokens[j], capped))
+        return out
 
     def frames(self, texts: Sequence[str]) -> list[tuple[Any, Any]]:
         """``(frames, speaker)`` of texts the write path compares with each other (see
@@ -171,6 +203,10 @@ class Runtime:
     # -- queries -------------------------------------------------------------------------
     def query_input(self, query: str, user_id: str, k: int, mode: str, config: RecallConfig) -> QueryInput:
         """Everything CPU-bound about a query; its vectors now (in-process store) or beside the plan."""
+        with analysing("the query"):
+            return self._query_input(query, user_id, k, mode, config)
+
+    def _query_input(self, query: str, user_id: str, k: int, mode: str, config: RecallConfig) -> QueryInput:
         from extractors.text import detect_language, lexical_tokens, name_tokens
 
         pending = vector = tokens = None
@@ -191,7 +227,9 @@ class Runtime:
         elif needs_vectors(config):
             # A server store (Neo4j) reads over a socket with the GIL released: the encoder
             # runs in a worker thread meanwhile, and the plan collects it (CollectQueryVectors).
-            pending = self._pool().submit(self.query_vectors, query, user_id, dense_search(k, config))
+            # (in a copy of this context: a store's retries are recorded for the caller's trace)
+            pending = self._pool().submit(contextvars.copy_context().run, self.query_vectors, query, user_id,
+                                          dense_search(k, config))
         keys: list[str] = []
         if config.seed.query_entities > 0:
             keys = [e.key for e in self.extractor.extract_many([query])[0].entities]
@@ -209,7 +247,8 @@ class Runtime:
 
         emb = self.embedder
         encode = emb.encode_query_with_tokens if isinstance(emb, QueryEncoder) else emb.encode_with_tokens
-        vectors, tokens = encode([query])
+        with analysing("the query"):
+            vectors, tokens = encode([query])
         got = QueryVectors(vectors[0], tokens[0])
         if search is not None and self._search_beside is not None:
             got.search = search

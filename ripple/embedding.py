@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, Se
 
 from extractors.text import STOPWORDS_EN, STOPWORDS_ZH
 
-from .errors import ConfigError, ModelNotInstalled
+from .errors import ConfigError, ModelNotInstalled, StoreError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -106,6 +106,10 @@ def stack_token_blobs(blobs: Mapping[str, bytes], dim: int) -> tuple[list[str], 
     import numpy as np
 
     ids = list(blobs)
+    damaged = [i for i in ids if len(blobs[i]) % dim]
+    if damaged:
+        raise StoreError(f"the token vectors of memory {damaged[0]!r} are damaged in the store"
+                         f" ({len(blobs[damaged[0]])} bytes, not rows of {dim})")
     lengths = np.fromiter((len(blobs[i]) // dim for i in ids), dtype=np.int64, count=len(ids))
     stacked = np.frombuffer(b"".join(blobs[i] for i in ids), dtype=np.int8).reshape(-1, dim)
     return ids, lengths, stacked

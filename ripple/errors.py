@@ -4,8 +4,8 @@
 
     RippleError
     ├── ConfigError            bad settings, unknown store URI scheme, bad recall config
-    ├── InvalidInput           bad arguments to a public call (empty/huge text, wrong types)
-    │   └── LimitExceeded      a write past a cap (pinned facts: count or token share)
+    ├── InvalidInput           bad arguments to a public call (empty text, wrong types, lone surrogates)
+    │   └── LimitExceeded      past a size limit (ripple.Limits) or a cap (pinned facts)
     ├── NotFound
     │   ├── MemoryNotFound     no memory with that id
     │   └── UnknownUser        no memory for that user id
@@ -14,13 +14,16 @@
     │   └── StepMismatch       a task state check failed ("expected step 3, got step 5")
     ├── PermissionDenied       the agent's role in a scope does not allow the write
     ├── StoreError             the backend failed; the original error is chained
-    │   ├── StoreUnavailable   cannot open/connect (locked file, Neo4j down)
+    │   ├── StoreUnavailable   cannot open, connect or write for now (locked file, full disk, Neo4j down)
+    │   ├── StoreDamaged       the store's files are damaged (empty, truncated, not a database, an index lost)
     │   └── SchemaError        the store's schema is newer/older than this ripple
     └── ExtractionError        the write path could not analyse a text
         └── ModelNotInstalled  a model package is missing (message says what to install)
 
-Third-party exceptions (``sqlite3.Error``, neo4j driver errors) never leak out
-of a public call: backends map them with ``from exc`` so the cause stays visible.
+Third-party exceptions (``sqlite3.Error``, neo4j driver errors, a damaged row's
+``ValueError``, an extractor's own error) never leak out of a public call:
+they are mapped with ``from exc`` so the cause stays visible.  Messages are
+one line (see :class:`RippleError`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "SchemaError",
+    "StoreDamaged",
     "ExtractionError",
     "ModelNotInstalled",
     "LimitExceeded",
@@ -46,7 +50,15 @@ __all__ = [
 
 
 class RippleError(Exception):
-    """Root of every error ripple raises."""
+    """Root of every error ripple raises.
+
+    Its message is always one line: a cause's multi-line text (a driver's
+    error, say) is joined with spaces, so a log line or ``ripple: error: ...``
+    never spills over.
+    """
+
+    def __str__(self) -> str:
+        return " ".join(super().__str__().split())
 
 
 class ConfigError(RippleError):
@@ -79,7 +91,13 @@ class StoreError(RippleError):
 
 
 class StoreUnavailable(StoreError):
-    """The store cannot be opened or reached."""
+    """The store cannot be opened, reached or written for now (locked, full disk, server down): retry later."""
+
+
+class StoreDamaged(StoreError):
+    """The store's files are damaged: an empty or truncated file, a header that is not a database's,
+    a lost table or index.  Nothing is repaired silently: ``ripple doctor`` says what is wrong and
+    ``ripple reindex`` rebuilds the indexes derived from the memories."""
 
 
 class SchemaError(StoreError):
@@ -95,7 +113,18 @@ class ModelNotInstalled(ExtractionError):
 
 
 class LimitExceeded(InvalidInput):
-    """A write would pass a cap (e.g. pinned facts by count or token share); nothing was written."""
+    """A call would pass a cap (a size limit of :class:`ripple.Limits`, pinned facts by count or token
+    share); nothing was written.
+
+    ``limit`` names the :class:`~ripple.Limits` field when a size limit was hit (else None), with
+    the ``value`` refused and the ``maximum`` allowed."""
+
+    def __init__(self, message: str, *, limit: str | None = None, value: int | None = None,
+                 maximum: int | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.value = value
+        self.maximum = maximum
 
 
 class Conflict(RippleError):

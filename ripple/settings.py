@@ -7,9 +7,12 @@ environment at import time.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .limits import Limits
 
 __all__ = ["RippleSettings"]
 
@@ -19,7 +22,9 @@ class RippleSettings(BaseSettings):
 
     ``RIPPLE_HOME`` (default ``~/.ripple``) is the embedded store's folder;
     ``RIPPLE_STORE`` overrides it with any store URI (a folder, ``sqlite://...``,
-    ``bolt://host:7687`` or ``neo4j://host:7687`` for a cluster).
+    ``bolt://host:7687`` or ``neo4j://host:7687`` for a cluster).  ``limits``
+    (:class:`ripple.Limits`) caps what one call may write or ask, e.g.
+    ``RIPPLE_LIMITS__TEXT_CHARS=20000``.
     """
 
     model_config = SettingsConfigDict(env_prefix="RIPPLE_", env_nested_delimiter="__", extra="ignore")
@@ -35,7 +40,19 @@ class RippleSettings(BaseSettings):
     neo4j_user: str = "neo4j"
     neo4j_password: str | None = None
     neo4j_database: str | None = None
+    limits: Limits = Field(default_factory=Limits, description="size limits, checked before any write")
+    neo4j_retry_seconds: float = Field(
+        default=8.0, ge=0.0, le=600.0,
+        description="how long a call retries an unreachable or failing Neo4j server before StoreUnavailable",
+    )
 
     def store_uri(self) -> str:
         """The URI of the store these settings name."""
         return self.store if self.store else str(self.home.expanduser())
+
+    def store_options(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`graphstore.open_store` these settings decide."""
+        from graphstore import Credentials
+
+        return {"credentials": Credentials(self.neo4j_user, self.neo4j_password, self.neo4j_database),
+                "retry_seconds": self.neo4j_retry_seconds}

@@ -11,6 +11,7 @@ import pytest
 
 from ripple import (
     AsyncMemory,
+    ExtractionError,
     InvalidInput,
     Memory,
     MemoryNotFound,
@@ -276,7 +277,7 @@ def test_the_store_decides_where_the_query_is_encoded(tmp_path: Path, extractor,
     """An in-process store (reads hold the GIL) gets the query encoded first, on the caller's
     thread; any other store gets it encoded in a worker thread beside the lexical route, with the
     dense search run there too.  Both rank alike; what the encoder raises reaches the caller
-    unchanged, and close() stops the worker."""
+    as an ExtractionError (its cause chained), and close() stops the worker."""
     from graphstore.sqlite import SQLiteStore
     from ripple.embedding import HashEmbedder
 
@@ -307,8 +308,9 @@ def test_the_store_decides_where_the_query_is_encoded(tmp_path: Path, extractor,
         own = Memory(store=store, embedder=HashEmbedder(), extractor=extractor).recall("Where does Dana live?", user_id="u", k=3)
         assert [(h.memory.id, round(h.parts.dense, 6)) for h in res.hits] == [(h.memory.id, round(h.parts.dense, 6)) for h in own.hits]
         Recording.fail = True
-        with pytest.raises(RuntimeError, match="encoder broke"):
+        with pytest.raises(ExtractionError, match="encoder broke") as info:  # typed, the cause chained
             mem.recall("Where does Dana live?", user_id="u", k=1)
+        assert isinstance(info.value.__cause__, RuntimeError)
     finally:
         mem.close()
         store.close()

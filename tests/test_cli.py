@@ -48,7 +48,7 @@ def test_top_level_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_errors_are_one_line_and_nonzero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--store", str(tmp_path / "s"), "recall", "anything", "--user", "nobody"]) == 1
+    assert main(["--store", str(tmp_path / "s"), "recall", "anything", "--user", "nobody"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ripple: error:") and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
@@ -58,7 +58,7 @@ def test_errors_are_one_line_and_nonzero(tmp_path: Path, capsys: pytest.CaptureF
 def test_reading_a_store_that_does_not_exist_names_the_path_and_creates_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
     typo = tmp_path / "typo" / "path"
-    assert main(["--store", str(typo), *command]) == 1
+    assert main(["--store", str(typo), *command]) == 2  # a ripple error exits 2 (issue 18)
     err = capsys.readouterr().err
     assert err.startswith("ripple: error: no ripple store at") and str(typo) in err
     assert not typo.exists()
@@ -73,7 +73,7 @@ def test_version_prints_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> No
 @pytest.mark.parametrize(("text", "message"), [("   ", "ripple: error: text is empty"), ("", "ripple: error: text is empty")])
 def test_add_of_an_empty_text_says_so_in_ripples_words(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                         text: str, message: str) -> None:
-    assert main(["--store", str(tmp_path / "s"), "add", text, "--user", "u1"]) == 1
+    assert main(["--store", str(tmp_path / "s"), "add", text, "--user", "u1"]) == 2
     assert capsys.readouterr().err.strip() == message
 
 
@@ -109,7 +109,7 @@ def test_add_recall_stats_export_import(tmp_path: Path, capsys: pytest.CaptureFi
     assert json.loads(capsys.readouterr().out)["memories"] == 2
     dump = tmp_path / "u1.jsonl"
     assert main(["--store", store, "export", "--user", "u1", "-o", str(dump)]) == 0
-    assert main(["--store", str(tmp_path / "other"), "import", str(dump)]) == 0
+    assert main(["--store", str(tmp_path / "other"), "import", str(dump), "--user", "u1"]) == 0
     assert "2 memories" in capsys.readouterr().out
     assert main(["--store", str(tmp_path / "other"), "recall", "procurement", "--user", "u1", "-k", "1"]) == 0
     assert "Dana Whitfield" in capsys.readouterr().out

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from graphstore.jsonl import batches_from_lines
+from graphstore.testing import GenericView
 from ripple import Memory, RippleSettings
 from tests.graphstore.test_neo4j import PASSWORD, URI, driver, wipe  # noqa: F401  (fixture)
 from tests.test_api import TWO_HOP, _add_two_hop
@@ -49,6 +50,13 @@ def test_recall_matches_between_backends(
                 for a, b in zip(got.hits, want.hits):
                     assert a.score == pytest.approx(b.score, abs=1e-4), (q, mode)
                     assert a.via == b.via and [s.target for s in a.path] == [s.target for s in b.path]
+            # the store's combined reads (lexical route, neighbourhood) against its generic route: exactly equal
+            with Memory(store=GenericView(remote.store), embedder=embedder, extractor=extractor) as generic:
+                for q, mode in expected:
+                    fast = remote.recall(q, user_id="u1", k=5, mode=mode, touch=False)
+                    slow = generic.recall(q, user_id="u1", k=5, mode=mode, touch=False)
+                    assert [(h.memory.id, h.score, h.via) for h in fast.hits] == [
+                        (h.memory.id, h.score, h.via) for h in slow.hits], (q, mode)
         # the CLI against a routing URI (what a cluster user types) gives the same hits
         monkeypatch.setenv("RIPPLE_NEO4J_PASSWORD", PASSWORD)
         routing = URI.replace("bolt://", "neo4j://")

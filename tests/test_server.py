@@ -257,5 +257,5 @@ def test_cli_recall_and_add_via_server_load_no_model(server: ServerProcess, tmp_
     env["RIPPLE_SERVER_TOKEN"] = "wrong"
     out = subprocess.run([sys.executable, "-m", "ripple.cli", "recall", "x", "--user", uid], capture_output=True,
                          text=True, env=env, cwd=ROOT, timeout=120)
-    assert out.returncode == 1 and out.stderr.startswith("ripple: error: wrong bearer token")
+    assert out.returncode == 2 and out.stderr.startswith("ripple: error: wrong bearer token")
     assert len(out.stderr.strip().splitlines()) == 1

@@ -25,7 +25,7 @@ def test_refuses_public_bind_without_token(command: list[str], tmp_path: Path) -
     started = time.monotonic()
     out = subprocess.run([sys.executable, "-m", "ripple.cli", "--store", str(tmp_path / "s"), *command,
                           "--host", "0.0.0.0"], capture_output=True, text=True, env=child_env(), cwd=ROOT, timeout=60)
-    assert out.returncode == 1 and out.stdout == ""
+    assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip() == ("ripple: error: refusing to listen on 0.0.0.0 without a token: set "
                                   "RIPPLE_SERVER_TOKEN or --token, or listen on 127.0.0.1")
     assert time.monotonic() - started < 30  # refused before any model or store was touched
@@ -160,5 +160,5 @@ def test_cli_without_a_server_says_so_in_one_line() -> None:
     ):
         out = subprocess.run([sys.executable, "-m", "ripple.cli", *argv], capture_output=True, text=True,
                              env=child_env(), cwd=ROOT, timeout=60)
-        assert out.returncode == 1 and out.stderr.startswith(expected), out.stderr
+        assert out.returncode == 2 and out.stderr.startswith(expected), out.stderr
         assert len(out.stderr.strip().splitlines()) == 1

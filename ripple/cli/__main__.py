@@ -2,6 +2,9 @@
 
 Each command module has ``register(parser)`` and ``run(args, settings) -> int``
 and is a client of the public API; ``--help`` imports no model or driver.
+Every :class:`~ripple.RippleError` (bad input, a missing file, a store error)
+ends the command with one line on stderr and exit status 2, never a
+traceback; ``--debug`` shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -9,9 +12,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-__all__ = ["main", "COMMANDS"]
+if TYPE_CHECKING:
+    from ripple.settings import RippleSettings
+
+__all__ = ["main", "COMMANDS", "ERROR_EXIT"]
 
 # name -> (module, summary)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -21,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "forget": ("ripple.cli.cmd_forget", "invalidate a memory (by id, or the best match of --query)"),
     "maintain": ("ripple.cli.cmd_maintain", "forgetting tiers of a user's memories now"),
     "stats": ("ripple.cli.cmd_stats", "counts of memories, entities and edges"),
+    "doctor": ("ripple.cli.cmd_doctor", "check a store: schema, integrity, derived indexes, vectors, counts"),
+    "reindex": ("ripple.cli.cmd_reindex", "rebuild a store's derived indexes (postings, aliases, degrees) from its memories"),
     "export": ("ripple.cli.cmd_export", "write a user's graph as JSONL"),
     "import": ("ripple.cli.cmd_import", "load a JSONL export into the store"),
     "bench": ("ripple.cli.cmd_bench", "run the benchmark harness (python -m benchmarks)"),
@@ -32,6 +40,30 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("ripple.cli.cmd_trace", "the timeline of traces saved by ripple chat --trace-out"),
     "shards": ("ripple.cli.cmd_shards", "users per shard, move a user between shards, add or remove a shard"),
 }
+
+
+#: Exit status of a command that failed with a ripple error (bad input, a store error, ...): the
+#: status argparse gives a bad command line, so every refusal of what was asked exits the same way.
+ERROR_EXIT = 2
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's message on one line (no traceback, no embedded newlines)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _settings(store: str | None) -> "RippleSettings":
+    """Settings from the environment and ``--store``; a bad value is a one-line ConfigError."""
+    from pydantic import ValidationError
+
+    from ripple._validate import from_validation
+    from ripple.errors import ConfigError
+    from ripple.settings import RippleSettings
+
+    try:
+        return RippleSettings(store=store) if store else RippleSettings()
+    except ValidationError as exc:
+        raise ConfigError(f"bad setting: {from_validation(exc)}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,16 +91,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     module.register(sub)
     sub_args = sub.parse_args(rest)
     from ripple.errors import RippleError
-    from ripple.settings import RippleSettings
 
     try:
-        settings = RippleSettings(**({"store": args.store} if args.store else {}))
+        settings = _settings(args.store)
         return int(module.run(sub_args, settings))
     except RippleError as exc:
         if args.debug:
             raise
-        print(f"ripple: error: {exc}", file=sys.stderr)
-        return 1
+        print(f"ripple: error: {one_line(exc)}", file=sys.stderr)
+        return ERROR_EXIT
     except KeyboardInterrupt:
         print("ripple: interrupted", file=sys.stderr)
         return 130

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from datetime import datetime
 
 from ripple.errors import InvalidInput
 from ripple.settings import RippleSettings
 
+from ._files import json_objects, open_input
 from ._remote import add_server_flags, remote
 from ._store import open_memory
 
@@ -21,7 +21,8 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent", help="agent id")
     p.add_argument("--at", help="event time, ISO 8601 (default: now)")
     p.add_argument("--metadata", help="JSON object stored with the memory")
-    p.add_argument("--file", "-f", help="JSONL file of items {text, session_id?, at?, metadata?} ('-' = stdin)")
+    p.add_argument("--file", "-f", help="JSONL file of items {text, session_id?, at?, metadata?} ('-' = stdin);"
+                   " a line naming another user_id than --user is refused")
     p.add_argument("--json", action="store_true", help="print stored memories as JSON")
     add_server_flags(p)
 
@@ -33,15 +34,16 @@ def _items(args: argparse.Namespace) -> list[dict[str, object]]:
     if args.agent:
         base["agent_id"] = args.agent
     if args.file:
-        stream = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
+        # --user names whose memories these are: a line may repeat it, never change it (a file
+        # that names another user is a mistake or an attempt to write for someone else; the
+        # whole file is refused, as add_many refuses every item when one is bad).
         items = []
-        with stream:
-            for n, line in enumerate(stream, start=1):
-                if line.strip():
-                    try:
-                        items.append({**base, **json.loads(line)})
-                    except json.JSONDecodeError as exc:
-                        raise InvalidInput(f"{args.file}:{n}: not JSON: {exc}") from exc
+        with open_input(args.file) as stream:
+            for n, obj in json_objects(stream, args.file):
+                if "user_id" in obj and obj["user_id"] != args.user:
+                    raise InvalidInput(f"{args.file}:{n}: user_id {obj['user_id']!r} is not --user {args.user!r};"
+                                       " a file adds memories of the --user only")
+                items.append({**base, **obj})
         return items
     if args.text is None:
         raise InvalidInput("give a text or --file")
@@ -50,12 +52,12 @@ def _items(args: argparse.Namespace) -> list[dict[str, object]]:
         try:
             item["at"] = datetime.fromisoformat(args.at)
         except ValueError as exc:
-            raise InvalidInput(f"--at: {exc}") from exc
+            raise InvalidInput(f"--at: {exc}") from None
     if args.metadata:
         try:
             item["metadata"] = json.loads(args.metadata)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"--metadata is not JSON: {exc}") from exc
+        except (ValueError, RecursionError) as exc:
+            raise InvalidInput(f"--metadata is not JSON: {str(exc)[:120]}") from None
     return [item]
 
 

@@ -2,7 +2,9 @@
 
 Reads by default (a read transaction, so a ``neo4j://`` cluster URI sends it to
 a follower and a query that writes is refused); ``--write`` runs it in a write
-transaction.  Parameters come from ``--param key=value``, the value parsed as
+transaction.  Procedures need ``--allow-procedures``, and administration or
+schema commands, ``dbms.*`` procedures and ``LOAD CSV`` need ``--allow-admin``:
+Neo4j's ``EXPLAIN`` plan of the query decides (see :mod:`graphstore.cypher_policy`).  Parameters come from ``--param key=value``, the value parsed as
 JSON when it is JSON (``n=3``, ``ids=["a","b"]``) and taken as a string
 otherwise (``user=u1``).
 """
@@ -28,6 +30,10 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="a query parameter $KEY (VALUE is JSON if it parses, else a string); repeatable")
     p.add_argument("--write", action="store_true", help="run in a write transaction (default: read)")
+    p.add_argument("--allow-procedures", action="store_true", help="allow CALL of procedures (refused by default)")
+    p.add_argument("--allow-admin", action="store_true",
+                   help="allow administration and schema commands (SHOW, users, databases, indexes, dbms.*)"
+                        " and LOAD CSV (refused by default)")
     p.add_argument("--json", action="store_true", help="one JSON object per row")
 
 
@@ -68,7 +74,8 @@ def run(args: argparse.Namespace, settings: RippleSettings) -> int:
     params = _params(args.param)
     with open_memory(settings) as mem:
         try:
-            keys, rows = mem.cypher(args.query, params, write=args.write)
+            keys, rows = mem.cypher(args.query, params, write=args.write, allow_procedures=args.allow_procedures,
+                                    allow_admin=args.allow_admin)
         except StoreError as exc:
             if not args.write and "read transaction" in str(exc):
                 raise StoreError(f"{exc} (pass --write to run it in a write transaction)") from exc

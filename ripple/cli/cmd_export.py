@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 
 from ripple.settings import RippleSettings
 
+from ._files import open_output
 from ._store import open_memory
 
 
@@ -18,10 +20,12 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
     with open_memory(settings) as mem:
-        out = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8")
+        records = mem.export(user_id=args.user)
+        first = next(records, None)  # (a bad user id is an error before the file is created)
+        out = open_output(args.out)
         n = 0
         try:
-            for obj in mem.export(user_id=args.user):
+            for obj in itertools.chain([] if first is None else [first], records):
                 out.write(json.dumps(obj, ensure_ascii=False) + "\n")
                 n += 1
         finally:

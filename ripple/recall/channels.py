@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generator, Mapping, Sequence, TypeVar
 
 from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, Neighbor
-from graphstore.requests import Expand, GetEntities
+from graphstore.requests import ExpandWalk, GetEntities
 
 from .._requests import Request
 from .activation import Edge, SpreadResult, spread_flow
@@ -155,20 +155,8 @@ def ppr_channel(ctx: ChannelContext, cfg: PPRChannelConfig) -> ChannelPlan:
     sources = ctx.sources(cfg)
     if not sources:
         return ChannelResult()
-    graph = nx.Graph()
-    frontier = list(sources)
-    seen = set(frontier)
-    for _ in range(2):
-        rows: list[Neighbor] = yield Expand(ctx.query.user_id, frontier, (EDGE_MENTIONS, EDGE_NEXT))
-        nxt = []
-        for r in rows:
-            graph.add_edge(r.source, r.target, weight=r.weight)
-            if r.target not in seen:
-                seen.add(r.target)
-                nxt.append(r.target)
-        frontier = nxt[: cfg.frontier_cap * 4]
-        if not frontier:
-            break
+    walk = _ppr_walk(list(sources), cfg.frontier_cap * 4)
+    graph = yield ExpandWalk(ctx.query.user_id, (EDGE_MENTIONS, EDGE_NEXT), walk, max_hops=2)
     if graph.number_of_nodes() == 0:
         return ChannelResult(sources=set(sources))
     pers = {n: sources.get(n, 0.0) for n in graph.nodes}
@@ -176,6 +164,27 @@ def ppr_channel(ctx: ChannelContext, cfg: PPRChannelConfig) -> ChannelPlan:
         return ChannelResult(sources=set(sources))
     pr = nx.pagerank(graph, alpha=cfg.alpha, personalization=pers, weight="weight", max_iter=200, tol=1e-8)
     return ChannelResult(minmax({n: s for n, s in pr.items() if n.startswith("m_")}), sources=set(sources))
+
+
+def _ppr_walk(sources: list[str], frontier_cap: int) -> Generator[list[str], list[Neighbor], Any]:
+    """The seeds' two-hop neighbourhood as a networkx graph, read hop by hop."""
+    import networkx as nx
+
+    graph = nx.Graph()
+    frontier = sources
+    seen = set(frontier)
+    for _ in range(2):
+        rows = yield frontier
+        nxt = []
+        for r in rows:
+            graph.add_edge(r.source, r.target, weight=r.weight)
+            if r.target not in seen:
+                seen.add(r.target)
+                nxt.append(r.target)
+        frontier = nxt[:frontier_cap]
+        if not frontier:
+            break
+    return graph
 
 
 # ------------------------------------------------------------------------------------------- spreading over the store
@@ -186,17 +195,28 @@ def _drive_spread(
     types: tuple[str, ...],
     seeds: dict[str, float],
     *,
+    max_hops: int,
     max_degree: int | None,
     labels: tuple[str, ...] | None = None,
     **options: Any,
 ) -> Generator[Request, Any, SpreadResult]:
-    """Drive :func:`~ripple.recall.activation.spread_flow` with one batched ``Expand`` request per hop."""
-    flow = spread_flow(seeds, **options)
+    """Drive :func:`~ripple.recall.activation.spread_flow` as an :class:`~graphstore.requests.ExpandWalk`:
+    one batched ``expand`` per hop, or one read of the whole neighbourhood where the store offers it."""
+    walk = _spread_walk(spread_flow(seeds, max_hops=max_hops, **options), labels)
+    # (``labels``: the walk never continues from an entity whose label it drops, a hint for the store)
+    result: SpreadResult = yield ExpandWalk(user_id, types, walk, max_hops=max_hops,
+                                            max_degree=max_degree, labels=labels)
+    return result
+
+
+def _spread_walk(flow: Generator[list[str], Any, SpreadResult],
+                 labels: tuple[str, ...] | None) -> Generator[list[str], list[Neighbor], SpreadResult]:
+    """The activation flow as a walk: frontiers out, neighbour rows in (as activation edges)."""
     known_degree: dict[str, int] = {}
     try:
         frontier = next(flow)
         while True:
-            rows: list[Neighbor] = yield Expand(user_id, frontier, types, max_degree)
+            rows = yield frontier
             frontier = flow.send(edges_from_rows(_keep_labels(rows, labels), known_degree))
     except StopIteration as stop:
         result: SpreadResult = stop.value

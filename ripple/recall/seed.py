@@ -12,7 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generator
 
-from graphstore.requests import LexicalStats, NearestMemories, Postings, TokenVectors
+from graphstore.records import LexicalRows, df_cap
+from graphstore.requests import LexicalRoute, NearestMemories, TokenVectors
 
 from .._requests import CollectQueryVectors, Request
 from .candidates import Candidate, Seeded, StageTimer
@@ -47,14 +48,12 @@ def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any,
     coverage: dict[str, float] = {}
     known = names_known = 1.0
     if seed_cfg.method != SeedMethod.DENSE and q.terms:
-        n_docs, avg_len, df = yield LexicalStats(q.user_id, q.terms)
-        cap = max(1, seed_cfg.max_df_ratio * n_docs)
-        if seed_cfg.max_df is not None:
-            cap = min(cap, seed_cfg.max_df)
-        usable = [t for t in dict.fromkeys(q.terms) if 0 < df.get(t, 0) <= cap]
-        rows = (yield Postings(q.user_id, usable)) if usable else []
+        # statistics, then the postings of the terms not too common to be worth reading
+        route: LexicalRows = yield LexicalRoute(q.user_id, q.terms, seed_cfg.max_df_ratio, seed_cfg.max_df)
+        n_docs, df, rows = route.n_docs, route.df, route.postings
         if rows:
-            lexical = bm25(q.terms, rows, n_docs=n_docs, avg_len=avg_len, df=df, k1=seed_cfg.bm25_k1, b=seed_cfg.bm25_b)
+            lexical = bm25(q.terms, rows, n_docs=n_docs, avg_len=route.avg_len, df=df, k1=seed_cfg.bm25_k1, b=seed_cfg.bm25_b)
+        cap = df_cap(n_docs, seed_cfg.max_df_ratio, seed_cfg.max_df)
         coverage, known = term_coverage(q.terms, rows, n_docs=n_docs, df=df, cap=cap)
         names = set(q.names)
         if names:

@@ -27,6 +27,7 @@ WIRE: tuple[tuple[type[E.RippleError], int, str], ...] = (
     (E.NotFound, 404, "not_found"),
     (E.StoreUnavailable, 503, "store_unavailable"),
     (E.SchemaError, 500, "schema_error"),
+    (E.StoreDamaged, 500, "store_damaged"),
     (E.StoreError, 502, "store_error"),
     (E.ModelNotInstalled, 500, "model_not_installed"),
     (E.ExtractionError, 422, "extraction_error"),

@@ -493,7 +493,7 @@ def test_cli_cypher(clean: Any, capsys: pytest.CaptureFixture[str], monkeypatch:
         {"id": "m_9", "n": 2, "terms": ["dana", "cat"]},
     ]
     code, _, err = _cli(["--store", URI, "cypher", "CREATE (:Scratch {x: 1})"], capsys)
-    assert code == 1 and "--write" in err
+    assert code == 2 and "--write" in err
     code, out, _ = _cli(["--store", URI, "cypher", "--write", "CREATE (s:Scratch {x: 1}) RETURN s"], capsys)
     assert code == 0 and "Scratch" in out
     code, out, _ = _cli(["--store", URI.replace("bolt://", "neo4j://", 1), "cypher", "--json",
@@ -505,10 +505,10 @@ def test_cli_cypher_needs_a_neo4j_store(tmp_path: Path, capsys: pytest.CaptureFi
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RIPPLE_STORE", raising=False)
     code, _, err = _cli(["--store", str(tmp_path), "cypher", "RETURN 1"], capsys)
-    assert code == 1 and "no ripple store at" in err  # a read command never creates a store
+    assert code == 2 and "no ripple store at" in err  # a read command never creates a store
     assert _cli(["--store", str(tmp_path), "add", "--user", "u1", "Anna lives in Lisbon."], capsys)[0] == 0
     code, _, err = _cli(["--store", str(tmp_path), "cypher", "RETURN 1"], capsys)
-    assert code == 1 and "bolt://" in err and "neo4j://" in err
+    assert code == 2 and "bolt://" in err and "neo4j://" in err
 
 
 def test_batch_search_through_the_vector_index_matches_single_searches(clean: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -550,7 +550,7 @@ def test_cli_status_move_abort_add_rebalance(tmp_path: Path, capsys: pytest.Capt
     report = json.loads(capsys.readouterr().out)
     assert [s["users"] for s in report["shards"]][0] == 0 and sum(s["users"] for s in report["shards"]) == 2
     assert report["ring"] == paths
-    assert main(["--store", f"shards:{paths[0]}", "shards", "status"]) == 1
+    assert main(["--store", f"shards:{paths[0]}", "shards", "status"]) == 2  # a ripple error exits 2
     assert "does not list" in capsys.readouterr().err  # a shard of the ring is missing from the URI
     monkeypatch.setattr(shardmove, "checkpoint", crash_at("copied", KeyboardInterrupt))
     assert main(["--store", uri, "shards", "move", "--user", "u1", "--to", other]) == 130
@@ -564,14 +564,14 @@ def test_cli_status_move_abort_add_rebalance(tmp_path: Path, capsys: pytest.Capt
     assert main(["--store", uri, "shards", "move", "--user", "u1", "--to", other, "--json"]) == 0
     moved = json.loads(capsys.readouterr().out)
     assert moved["memories"] == 30 and moved["documents"] == 2
-    assert main(["--store", str(tmp_path / "plain"), "shards", "status"]) == 1
+    assert main(["--store", str(tmp_path / "plain"), "shards", "status"]) == 2
     assert "not sharded" in capsys.readouterr().err
     uri3 = f"{uri};{tmp_path / 'c'}"
     assert main(["--store", uri3, "shards", "add", "2"]) == 0
     assert "users stay where they are" in capsys.readouterr().out
     assert main(["--store", uri3, "shards", "rebalance"]) == 0
     assert "users moved" in capsys.readouterr().out
-    assert main(["--store", uri3, "shards", "add", "2"]) == 1
+    assert main(["--store", uri3, "shards", "add", "2"]) == 2
     assert "already in the ring" in capsys.readouterr().err
 
 

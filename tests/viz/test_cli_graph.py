@@ -87,6 +87,6 @@ def test_recall_graph_writes_the_same_page_for_one_recall(store: str, tmp_path: 
 
 
 def test_graph_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--store", str(tmp_path / "s"), "graph", "--user", "u1", "--limit", "0"]) == 1
+    assert main(["--store", str(tmp_path / "s"), "graph", "--user", "u1", "--limit", "0"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ripple: error:") and "--limit" in err and "Traceback" not in err

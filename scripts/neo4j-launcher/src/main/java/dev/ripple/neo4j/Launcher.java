@@ -1,9 +1,12 @@
 package dev.ripple.neo4j;
 
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
+import inet.ipaddr.IPAddressString;
+import org.neo4j.configuration.GraphDatabaseInternalSettings;
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
 import org.neo4j.configuration.connectors.HttpConnector;
@@ -29,7 +32,8 @@ import org.neo4j.kernel.internal.Version;
  * no HTTP connector; set: the HTTP connector on 127.0.0.1 at that port, which serves Neo4j Browser
  * at /browser/ from the org.neo4j.client:neo4j-browser jar on the class path). Prints
  * "READY bolt://..." once an authenticated query over Bolt succeeded (after a "BROWSER http://..."
- * line when HTTP is on); SIGTERM shuts it down cleanly.
+ * line when HTTP is on); SIGTERM shuts it down cleanly. LOAD CSV can read neither the server's
+ * files nor the network (see {@link #start}).
  */
 public final class Launcher {
     public static void main(String[] args) throws InterruptedException {
@@ -110,6 +114,16 @@ public final class Launcher {
                 // small (the default keeps days of them; a 100k benchmark left 12 GB behind).
                 .setConfig(GraphDatabaseSettings.keep_logical_logs, "100M size")
                 .setConfig(GraphDatabaseSettings.logical_log_rotation_threshold, ByteUnit.mebiBytes(64))
+                // LOAD CSV is not a sandbox: with file URLs allowed, any client that may read could
+                // read the server's files (`LOAD CSV FROM 'file:///etc/passwd'`), and with URLs it
+                // could make the server fetch from the network. Neither is ever needed here: no
+                // file URLs (dbms.security.allow_csv_import_from_file_urls=false), the import root
+                // confined to HOME/import should that change, and every address blocked for the
+                // URLs Cypher fetches (internal.dbms.cypher_ip_blocklist in 5.26).
+                .setConfig(GraphDatabaseSettings.allow_file_urls, false)
+                .setConfig(GraphDatabaseSettings.load_csv_file_url_root, home.resolve("import"))
+                .setConfig(GraphDatabaseInternalSettings.cypher_ip_blocklist,
+                        List.of(new IPAddressString("0.0.0.0/0"), new IPAddressString("::/0")))
                 .build();
     }
 
