@@ -948,6 +948,8 @@ class _Neo4jCore:
         self._retry = retries.RetryBudget(max(0.0, float(retry_seconds)))
         self._failing = False  # a retry was logged and no transaction succeeded since
         self.maintenance = maintenance
+        # users seen with at least _EXACT_SCAN_BELOW nodes of a label: their searches skip the size probe
+        self._large_users: dict[str, set[str]] = {label: set() for label in _VECTOR_INDEX}
 
     @staticmethod
     def _driver_defaults(options: dict[str, Any], retry_seconds: float) -> dict[str, Any]:
@@ -987,8 +989,6 @@ class _Neo4jCore:
                          self._retry.seconds)
         retries.note(retries.Retry(self.uri, schedule.attempts, f"{type(exc).__name__}: {_flat(exc)}", wait))
         return wait
-        # users seen with at least _EXACT_SCAN_BELOW nodes of a label: their searches skip the size probe
-        self._large_users: dict[str, set[str]] = {label: set() for label in _VECTOR_INDEX}
 
     def __repr__(self) -> str:
         db = f", database={self._database!r}" if self._database else ""

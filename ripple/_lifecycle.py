@@ -373,11 +373,16 @@ def _statement_plan(
             old_frames[m], speaker_of[m] = frames, speaker
 
     # ---- the frames compared, then graded by the cosine of their masked clauses
+    # a titled text (a page, a passage) is about its title: texts under different titles never replace
+    # each other ("Watertown International Airport ... 6 mi" is not an update of "Alexandria ... 5 mi")
+    title = {m: _title_key(texts[m][0]) for m in old_ids}
     found: list[tuple[int, str, float, Verdict]] = []
     for i, frames in new_frames.items():
         speaker = prepared[i].extraction.extra.get("speaker")
-        targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == speaker]
-        targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i] if speaker_of[mem_ids[j]] == speaker]
+        about = _title_key(prepared[i].item.text)
+        targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == speaker and title[m] == about]
+        targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i]
+                    if speaker_of[mem_ids[j]] == speaker and title[mem_ids[j]] == about]
         mine: tuple[Any, ...] | None = None
         for target, at in targets:
             theirs = old_frames[target]
@@ -459,6 +464,14 @@ def _judged(judge: Any, decisions: list[_Decision], prepared: Sequence["Prepared
         elif answer != "unrelated":
             out.append(x if answer is None else replace(x, reasons=(*x.reasons, f"the judge: {answer}")))
     return out
+
+
+def _title_key(text: str) -> str | None:
+    """The key of a text's title line (None for a text without one: chat turns)."""
+    from extractors.heading import split_title, title_key
+
+    title = split_title(text)
+    return None if title is None else title_key(title)
 
 
 def _supersede(d: Decisions, *, old: str, new: str, at: float, user: str, mem_ids: Sequence[str],

@@ -152,3 +152,21 @@ def test_async_conflicts_match_the_sync_api(tmp_path: Any, embedder: Any, extrac
             assert (await mem.get(old.id)).status == "superseded" and await mem.conflicts(user_id="u1") == []
 
     anyio.run(main)
+
+
+def test_passages_under_different_titles_never_replace_each_other(mem: Memory) -> None:
+    """Encyclopedia passages (a title line, then the text) are about their titles: one airport's
+    distance does not update another's (seen on HotpotQA: half its passages were superseded)."""
+    a = say(mem, "Watertown International Airport\nWatertown International Airport is a public use airport"
+                 " located 6 mi from the city.", 0)
+    b = say(mem, "Alexandria International Airport (Louisiana)\nAlexandria International Airport is a public use"
+                 " airport located 5 mi from the city.", 1, session="s2")
+    c = say(mem, "銀河鉄道\n銀河鉄道的预算是五万元。", 2, session="s3")
+    d = say(mem, "星海计划\n星海计划的预算是八万元。", 3, session="s4")
+    for m in (a, b, c, d):
+        assert mem.get(m.id).status == "active"
+    assert mem.conflicts(user_id="u1") == []
+    # under the same title, a change is still a change
+    e = say(mem, "Project Atlas\nThe Atlas go-live is May 2.", 4, session="s5")
+    f = say(mem, "Project Atlas\nWe pushed the Atlas go-live to May 9.", 5, session="s6")
+    assert mem.get(e.id).status == "superseded" and mem.get(f.id).status == "active"
