@@ -373,16 +373,19 @@ def _statement_plan(
             old_frames[m], speaker_of[m] = frames, speaker
 
     # ---- the frames compared, then graded by the cosine of their masked clauses
-    # a titled text (a page, a passage) is about its title: texts under different titles never replace
-    # each other ("Watertown International Airport ... 6 mi" is not an update of "Alexandria ... 5 mi")
-    title = {m: _title_key(texts[m][0]) for m in old_ids}
+    # a titled text (a page, a passage) is a document, not a statement of the present state: its
+    # paragraphs state many facts side by side, and one's number does not update another's
+    # ("Watertown International Airport ... 6 mi" / "Alexandria ... 5 mi"; two paragraphs of one
+    # article on snowfall): only texts without a title line (chat turns, notes) replace each other
+    titled = {m for m in old_ids if _title_key(texts[m][0]) is not None}
     found: list[tuple[int, str, float, Verdict]] = []
     for i, frames in new_frames.items():
         speaker = prepared[i].extraction.extra.get("speaker")
-        about = _title_key(prepared[i].item.text)
-        targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == speaker and title[m] == about]
+        if _title_key(prepared[i].item.text) is not None:
+            continue
+        targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == speaker and m not in titled]
         targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i]
-                    if speaker_of[mem_ids[j]] == speaker and title[mem_ids[j]] == about]
+                    if speaker_of[mem_ids[j]] == speaker and mem_ids[j] not in titled]
         mine: tuple[Any, ...] | None = None
         for target, at in targets:
             theirs = old_frames[target]
