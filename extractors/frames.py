@@ -412,6 +412,18 @@ def _normalise(kind: str, text: str, lang: str) -> str:
     return re.sub(r"\s+", " ", text.strip().lower())
 
 
+_NAMED_NUMBER = re.compile(
+    r"\b(?i:sprint|phase|release|version|room|episode|chapter|season|stage|level|gate|floor|building|route|bus"
+    r"|platform|lot|ward|block|unit|iteration|milestone|wave|round|batch|cohort)\s+\d+\b"
+)
+
+
+def numbered_names(text: str) -> frozenset[str]:
+    """The numbered things a text names ("Sprint 7", "Room 12"), lower-cased: two texts that name
+    different ones are about different things, whatever else they share."""
+    return frozenset(" ".join(m.group(0).lower().split()) for m in _NAMED_NUMBER.finditer(text))
+
+
 def _typed_values(message: str, offset: int, lang: str) -> list[Value]:
     taken = bytearray(len(message))
     out: list[Value] = []

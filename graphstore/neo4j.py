@@ -1277,6 +1277,8 @@ class _Neo4jCore:
             if self._dims[label] is None:  # another client may have created the index since we looked
                 self._dims[label] = _vector_dims((yield _Stmt(_SHOW_SCHEMA, {})))[label]
             dim = self._dims[label]
+            if dim is not None and dim != len(query):  # another client may have rebuilt the index since
+                self._dims[label] = dim = _vector_dims((yield _Stmt(_SHOW_SCHEMA, {})))[label]
             if dim is not None and dim != len(query):
                 if (yield _Stmt(cypher["population"], params))[0]["population"] == 0:
                     return []  # an index left from earlier data, and nothing of this user's to compare

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from extractors.frames import numbered_names
 from extractors.normalize import entity_key
 from extractors.text import lexical_tokens
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
@@ -383,9 +384,17 @@ def _statement_plan(
         speaker = prepared[i].extraction.extra.get("speaker")
         if _title_key(prepared[i].item.text) is not None:
             continue
-        targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == speaker and m not in titled]
+        numbered = numbered_names(prepared[i].item.text)
+
+        def same_thing(m: str) -> bool:
+            """Not about another numbered thing: "Sprint 19 ... review 19" does not update "Sprint 18 ... review 18"."""
+            theirs = numbered_names(texts[m][0])
+            return not (numbered and theirs and not numbered & theirs)
+
+        targets = [(m, current(m).at) for m in sorted(cands[i])
+                   if speaker_of[m] == speaker and m not in titled and same_thing(m)]
         targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i]
-                    if speaker_of[mem_ids[j]] == speaker and mem_ids[j] not in titled]
+                    if speaker_of[mem_ids[j]] == speaker and mem_ids[j] not in titled and same_thing(mem_ids[j])]
         mine: tuple[Any, ...] | None = None
         for target, at in targets:
             theirs = old_frames[target]
