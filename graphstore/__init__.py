@@ -44,7 +44,7 @@ from .records import (
     EdgeRecord,
     EntityRecord,
     Finding,
-    MemoryRecord,
+    StoredMemory,
     Neighbor,
     WriteBatch,
 )
@@ -65,7 +65,7 @@ __all__ = [
     "EDGE_TYPES",
     "EdgeRecord",
     "EntityRecord",
-    "MemoryRecord",
+    "StoredMemory",
     "Neighbor",
     "WriteBatch",
     "open_store",

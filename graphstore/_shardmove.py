@@ -46,7 +46,7 @@ from .records import (
     DocumentRecord,
     EdgeRecord,
     EntityRecord,
-    MemoryRecord,
+    StoredMemory,
     MoveReport,
     ShardMove,
     ShardsReport,
@@ -211,7 +211,7 @@ def _copy_and_verify(core: "_ShardedCore", user_id: str, source: str, target: st
         edges = [r for r in records if isinstance(r, EdgeRecord)]
         for start in range(0, len(nodes), batch_size):
             chunk = nodes[start : start + batch_size]
-            yield Call(target, Write(WriteBatch(memories=[r for r in chunk if isinstance(r, MemoryRecord)],
+            yield Call(target, Write(WriteBatch(memories=[r for r in chunk if isinstance(r, StoredMemory)],
                                                 entities=[r for r in chunk if isinstance(r, EntityRecord)])))
             checkpoint("copying")
         for start in range(0, len(edges), batch_size):
@@ -234,14 +234,14 @@ def _copy_and_verify(core: "_ShardedCore", user_id: str, source: str, target: st
 
 
 def _count(records: Sequence[Record], documents: Sequence[DocumentRecord]) -> str:
-    kinds = {"memories": MemoryRecord, "entities": EntityRecord, "edges": EdgeRecord}
+    kinds = {"memories": StoredMemory, "entities": EntityRecord, "edges": EdgeRecord}
     parts = [f"{sum(isinstance(r, cls) for r in records)} {name}" for name, cls in kinds.items()]
     return ", ".join([*parts, f"{len(documents)} documents"])
 
 
 def _compare_reads(user_id: str, source: str, target: str, records: Sequence[Record]) -> Plan[int]:
     """Ask both shards the same reads and require the same answers; the number of reads compared."""
-    memories = [r for r in records if isinstance(r, MemoryRecord)]
+    memories = [r for r in records if isinstance(r, StoredMemory)]
     sample = memories[:: max(1, len(memories) // _SAMPLE)][:_SAMPLE]
     ids = [m.id for m in sample]
     terms = sorted({t for m in sample for t in m.terms})[:32]

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generator, Sequence, TypeVar
 
 from .protocol import AsyncGraphStore, GraphStore
-from .records import EdgeRecord, EntityRecord, MemoryRecord
+from .records import EdgeRecord, EntityRecord, StoredMemory
 from .requests import StoreRequest
 
 __all__ = ["Call", "Fan", "Sleep", "Step", "Plan", "ExportAll", "first_error", "done"]
 
 T = TypeVar("T")
-Record = MemoryRecord | EntityRecord | EdgeRecord
+Record = StoredMemory | EntityRecord | EdgeRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ import base64
 import json
 from typing import Any, Iterable, Iterator, Mapping
 
-from .records import EdgeRecord, EntityRecord, MemoryRecord, WriteBatch
+from .records import EdgeRecord, EntityRecord, StoredMemory, WriteBatch
 
 __all__ = ["to_json", "from_json", "records_from_lines", "batches_from_records", "batches_from_lines"]
 
@@ -25,9 +25,9 @@ def _unb64(text: str | None) -> bytes | None:
     return None if text is None else base64.b64decode(text)
 
 
-def to_json(rec: MemoryRecord | EntityRecord | EdgeRecord) -> dict[str, Any]:
+def to_json(rec: StoredMemory | EntityRecord | EdgeRecord) -> dict[str, Any]:
     """A record as a JSON-ready dict."""
-    if isinstance(rec, MemoryRecord):
+    if isinstance(rec, StoredMemory):
         return {
             "type": "memory", "id": rec.id, "user_id": rec.user_id, "agent_id": rec.agent_id,
             "session_id": rec.session_id, "text": rec.text, "at": rec.at, "created_at": rec.created_at,
@@ -49,11 +49,11 @@ def to_json(rec: MemoryRecord | EntityRecord | EdgeRecord) -> dict[str, Any]:
     }
 
 
-def from_json(obj: dict[str, Any]) -> MemoryRecord | EntityRecord | EdgeRecord:
+def from_json(obj: dict[str, Any]) -> StoredMemory | EntityRecord | EdgeRecord:
     """Inverse of :func:`to_json`; raises ``ValueError`` on an unknown type."""
     kind = obj.get("type")
     if kind == "memory":
-        return MemoryRecord(
+        return StoredMemory(
             id=obj["id"], user_id=obj["user_id"], text=obj["text"], at=float(obj["at"]),
             created_at=float(obj["created_at"]), agent_id=obj.get("agent_id"), session_id=obj.get("session_id"),
             kind=obj.get("kind", "message"), importance=float(obj.get("importance", 0.5)),
@@ -100,7 +100,7 @@ def batches_from_records(records: Iterable[Mapping[str, Any]], *, size: int = 10
             rec = from_json(dict(obj))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"record {n}: {exc}") from exc
-        if isinstance(rec, MemoryRecord):
+        if isinstance(rec, StoredMemory):
             nodes.memories.append(rec)
         elif isinstance(rec, EntityRecord):
             nodes.entities.append(rec)

@@ -38,7 +38,7 @@ from .records import (
     EDGE_TYPES,
     EdgeRecord,
     EntityRecord,
-    MemoryRecord,
+    StoredMemory,
     Neighbor,
     WriteBatch,
 )
@@ -71,7 +71,7 @@ class GraphTables:
     """The data of an in-memory store, shared by every :class:`InMemoryStore` opened on it
     (as connections share one SQLite file), behind one lock."""
 
-    memories: dict[str, MemoryRecord] = field(default_factory=dict)
+    memories: dict[str, StoredMemory] = field(default_factory=dict)
     entities: dict[str, EntityRecord] = field(default_factory=dict)
     entity_keys: dict[str, set[str]] = field(default_factory=dict)
     """Entity id -> every key and alias it was ever written with (what :meth:`InMemoryStore.get_entities` matches)."""
@@ -84,7 +84,7 @@ class GraphTables:
         """Entity id -> the number of MENTIONS edges into it: the degree hub damping divides by."""
         return Counter(x.dst for x in self.edges.values() if x.type == EDGE_MENTIONS)
 
-    def active(self, user_id: str) -> list[MemoryRecord]:
+    def active(self, user_id: str) -> list[StoredMemory]:
         """The user's active memories: the documents of lexical search (superseded and
         invalidated memories are not searched by text)."""
         return [m for m in self.memories.values() if m.user_id == user_id and m.status == ACTIVE]
@@ -109,9 +109,9 @@ class InMemoryStore:
     Examples
     --------
     >>> from graphstore.memory import InMemoryStore
-    >>> from graphstore.records import MemoryRecord, WriteBatch
+    >>> from graphstore.records import StoredMemory, WriteBatch
     >>> store = InMemoryStore()
-    >>> store.write(WriteBatch(memories=[MemoryRecord("m1", "u1", "hi Dana", at=1.0, created_at=1.0,
+    >>> store.write(WriteBatch(memories=[StoredMemory("m1", "u1", "hi Dana", at=1.0, created_at=1.0,
     ...                                               terms=("hi", "dana"))]))
     >>> store.lexical_stats("u1", ["dana"])
     (1, 2.0, {'dana': 1})
@@ -269,7 +269,7 @@ class InMemoryStore:
                 t.documents[(d.user_id, d.key)] = (d.version, d.value_json, d.updated_at)
 
     # -- reads by id / key -------------------------------------------------------------------
-    def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
+    def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredMemory]:
         """The stored memories among ``memory_ids``, in the order asked; vectors only on request."""
         with self._locked() as t:
             found = [t.memories[mid] for mid in memory_ids if mid in t.memories]
@@ -283,7 +283,7 @@ class InMemoryStore:
         statuses: Sequence[str] | None = None,
         limit: int | None = None,
         offset: int = 0,
-    ) -> list[MemoryRecord]:
+    ) -> list[StoredMemory]:
         """A user's memories (optionally of one session, of some statuses) ordered by
         ``(at, created_at, id)``, then paged; without vectors."""
         with self._locked() as t:
@@ -437,7 +437,7 @@ class InMemoryStore:
         wanted, states = set(entity_ids), set(statuses)
         if per_entity <= 0 or not wanted or not states:
             return []
-        by_entity: dict[str, list[MemoryRecord]] = {}
+        by_entity: dict[str, list[StoredMemory]] = {}
         with self._locked() as t:
             for x in t.edges.values():
                 m = t.memories.get(x.src)
@@ -455,7 +455,7 @@ class InMemoryStore:
         return sorted(found, key=lambda x: (x.type, x.src, x.dst, x.predicate))
 
     # -- housekeeping ---------------------------------------------------------------------------
-    def export(self, user_id: str) -> Iterator[MemoryRecord | EntityRecord | EdgeRecord]:
+    def export(self, user_id: str) -> Iterator[StoredMemory | EntityRecord | EdgeRecord]:
         """The user's whole graph, vectors included, in an order every store shares: memories by
         ``(at, created_at, id)``, then entities by id, then edges by ``(type, src, dst, predicate)``
         (nodes before the edges that need them, so the records can be written back in order)."""
@@ -520,11 +520,11 @@ def _pop_where(table: dict[K, V], doomed: Callable[[V], bool]) -> int:
     return len(keys)
 
 
-def _time_order(m: MemoryRecord) -> tuple[float, float, str]:
+def _time_order(m: StoredMemory) -> tuple[float, float, str]:
     return (m.at, m.created_at, m.id)
 
 
-def _without_vectors(m: MemoryRecord) -> MemoryRecord:
+def _without_vectors(m: StoredMemory) -> StoredMemory:
     return replace(m, embedding=None, token_vectors=None)
 
 

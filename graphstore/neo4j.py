@@ -149,7 +149,7 @@ from .records import (
     EntityRecord,
     Finding,
     LexicalRows,
-    MemoryRecord,
+    StoredMemory,
     Neighbor,
     WriteBatch,
 )
@@ -805,7 +805,7 @@ def _iso(ts: float) -> str | None:
         return None
 
 
-def _memory_row(m: MemoryRecord) -> dict[str, Any]:
+def _memory_row(m: StoredMemory) -> dict[str, Any]:
     return {
         "props": {
             "id": m.id, "user_id": m.user_id, "agent_id": m.agent_id, "session_id": m.session_id,
@@ -821,9 +821,9 @@ def _memory_row(m: MemoryRecord) -> dict[str, Any]:
     }
 
 
-def _memory_record(p: dict[str, Any], *, vectors: bool = False) -> MemoryRecord:
+def _memory_record(p: dict[str, Any], *, vectors: bool = False) -> StoredMemory:
     tv = p.get("token_vectors") if vectors else None
-    return MemoryRecord(
+    return StoredMemory(
         id=p["id"], user_id=p["user_id"], text=p["text"], at=p["at"], created_at=p["created_at"],
         agent_id=p["agent_id"], session_id=p["session_id"], kind=p["kind"], importance=p["importance"],
         status=p["status"], access_count=p["access_count"], last_access=p["last_access"],
@@ -1217,7 +1217,7 @@ class _Neo4jCore:
         return {k: counts[k] for k in ("memories", "entities", "edges", "index_entries")}
 
     # -- reads -----------------------------------------------------------------------------------
-    def _plan_get_memories(self, memory_ids: Sequence[str], with_vectors: bool) -> _Plan[list[MemoryRecord]]:
+    def _plan_get_memories(self, memory_ids: Sequence[str], with_vectors: bool) -> _Plan[list[StoredMemory]]:
         ids = list(memory_ids)
         if not ids:
             return []
@@ -1227,7 +1227,7 @@ class _Neo4jCore:
 
     def _plan_list_memories(
         self, user_id: str, session_id: str | None, statuses: Sequence[str] | None, limit: int | None, offset: int
-    ) -> _Plan[list[MemoryRecord]]:
+    ) -> _Plan[list[StoredMemory]]:
         match = "MATCH (m:Memory {user_id: $user" + (", session_id: $session}" if session_id is not None else "}") + ")"
         where = " WHERE m.status IN $statuses" if statuses is not None else ""
         page = " SKIP $offset" + (" LIMIT $limit" if limit is not None else "")
@@ -1469,8 +1469,8 @@ class _Neo4jCore:
         return found
 
     # -- housekeeping --------------------------------------------------------------------------------
-    def _plan_export(self, user_id: str) -> _Plan[list[MemoryRecord | EntityRecord | EdgeRecord]]:
-        def body() -> _Body[list[MemoryRecord | EntityRecord | EdgeRecord]]:
+    def _plan_export(self, user_id: str) -> _Plan[list[StoredMemory | EntityRecord | EdgeRecord]]:
+        def body() -> _Body[list[StoredMemory | EntityRecord | EdgeRecord]]:
             mems = [_memory_record(r["m"], vectors=True) for r in (yield _Stmt(_EXPORT_MEMORIES, {"user": user_id}))]
             ents = [_entity_record(r["e"], vectors=True) for r in (yield _Stmt(_EXPORT_ENTITIES, {"user": user_id}))]
             edges = [_edge_record(r) for r in (yield _Stmt(_EXPORT_EDGES, {"user": user_id}))]
@@ -1667,13 +1667,13 @@ class Neo4jStore(_Neo4jCore):
     def delete_user(self, user_id: str) -> dict[str, int]:
         return self._drive(self._plan_delete_user(user_id))
 
-    def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
+    def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredMemory]:
         return self._drive(self._plan_get_memories(memory_ids, with_vectors))
 
     def list_memories(
         self, user_id: str, *, session_id: str | None = None, statuses: Sequence[str] | None = None,
         limit: int | None = None, offset: int = 0,
-    ) -> list[MemoryRecord]:
+    ) -> list[StoredMemory]:
         return self._drive(self._plan_list_memories(user_id, session_id, statuses, limit, offset))
 
     def has_memories(self, user_id: str) -> bool:
@@ -1735,7 +1735,7 @@ class Neo4jStore(_Neo4jCore):
     ) -> dict[str, list[Neighbor]]:
         return self._drive(self._plan_neighbourhood(user_id, sources, edge_types, reach, max_degree, labels))
 
-    def export(self, user_id: str) -> Iterator[MemoryRecord | EntityRecord | EdgeRecord]:
+    def export(self, user_id: str) -> Iterator[StoredMemory | EntityRecord | EdgeRecord]:
         yield from self._drive(self._plan_export(user_id))
 
     def stats(self, user_id: str | None = None) -> dict[str, int]:
@@ -1903,13 +1903,13 @@ class AsyncNeo4jStore(_Neo4jCore):
     async def delete_user(self, user_id: str) -> dict[str, int]:
         return await self._drive(self._plan_delete_user(user_id))
 
-    async def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
+    async def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredMemory]:
         return await self._drive(self._plan_get_memories(memory_ids, with_vectors))
 
     async def list_memories(
         self, user_id: str, *, session_id: str | None = None, statuses: Sequence[str] | None = None,
         limit: int | None = None, offset: int = 0,
-    ) -> list[MemoryRecord]:
+    ) -> list[StoredMemory]:
         return await self._drive(self._plan_list_memories(user_id, session_id, statuses, limit, offset))
 
     async def has_memories(self, user_id: str) -> bool:
@@ -1973,7 +1973,7 @@ class AsyncNeo4jStore(_Neo4jCore):
     ) -> dict[str, list[Neighbor]]:
         return await self._drive(self._plan_neighbourhood(user_id, sources, edge_types, reach, max_degree, labels))
 
-    async def export(self, user_id: str) -> AsyncIterator[MemoryRecord | EntityRecord | EdgeRecord]:
+    async def export(self, user_id: str) -> AsyncIterator[StoredMemory | EntityRecord | EdgeRecord]:
         for record in await self._drive(self._plan_export(user_id)):
             yield record
 

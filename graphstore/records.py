@@ -13,7 +13,7 @@ from typing import Mapping, NamedTuple, Sequence
 
 
 __all__ = [
-    "MemoryRecord",
+    "StoredMemory",
     "EntityRecord",
     "EdgeRecord",
     "Neighbor",
@@ -46,8 +46,11 @@ EDGE_TYPES = (EDGE_MENTIONS, EDGE_RELATED, EDGE_NEXT, EDGE_SUPERSEDES, EDGE_RETR
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryRecord:
-    """A stored memory node. Times are POSIX seconds (UTC)."""
+class StoredMemory:
+    """A stored memory node, as a backend reads and writes it. Times are POSIX seconds (UTC).
+
+    Not :class:`ripple.models.MemoryRecord`, the public pydantic record the API returns
+    (``ripple._shape.to_model`` turns one into the other)."""
 
     id: str
     user_id: str
@@ -125,7 +128,7 @@ class Neighbor(NamedTuple):
 class WriteBatch:
     """Everything one ingest call writes; a store applies it atomically or not at all."""
 
-    memories: list[MemoryRecord] = field(default_factory=list)
+    memories: list[StoredMemory] = field(default_factory=list)
     entities: list[EntityRecord] = field(default_factory=list)
     edges: list[EdgeRecord] = field(default_factory=list)
 

@@ -30,7 +30,7 @@ from .protocol import (
     SupportsLexicalRoute,
     SupportsNeighbourhood,
 )
-from .records import DocumentRecord, EdgeRecord, EntityRecord, LexicalRows, MemoryRecord, Neighbor, WriteBatch, usable_terms
+from .records import DocumentRecord, EdgeRecord, EntityRecord, LexicalRows, StoredMemory, Neighbor, WriteBatch, usable_terms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -151,17 +151,17 @@ class DeleteUser(StoreRequest[dict[str, int]]):
 
 
 @dataclass(frozen=True, slots=True)
-class GetMemories(StoreRequest[list[MemoryRecord]]):
+class GetMemories(StoreRequest[list[StoredMemory]]):
     memory_ids: Sequence[str]
     with_vectors: bool = False
     method: ClassVar[str] = "get_memories"
 
-    def call(self, store: GraphStore) -> list[MemoryRecord]:
+    def call(self, store: GraphStore) -> list[StoredMemory]:
         return store.get_memories(self.memory_ids, with_vectors=self.with_vectors)
 
 
 @dataclass(frozen=True, slots=True)
-class ListMemories(StoreRequest[list[MemoryRecord]]):
+class ListMemories(StoreRequest[list[StoredMemory]]):
     user_id: str
     session_id: str | None = None
     statuses: Sequence[str] | None = None
@@ -169,7 +169,7 @@ class ListMemories(StoreRequest[list[MemoryRecord]]):
     offset: int = 0
     method: ClassVar[str] = "list_memories"
 
-    def call(self, store: GraphStore) -> list[MemoryRecord]:
+    def call(self, store: GraphStore) -> list[StoredMemory]:
         return store.list_memories(self.user_id, session_id=self.session_id, statuses=self.statuses,
                                    limit=self.limit, offset=self.offset)
 
@@ -543,7 +543,7 @@ class Export(StoreRequest[Any]):
     user_id: str
     method: ClassVar[str] = "export"
 
-    def call(self, store: GraphStore) -> Iterator[MemoryRecord | EntityRecord | EdgeRecord]:
+    def call(self, store: GraphStore) -> Iterator[StoredMemory | EntityRecord | EdgeRecord]:
         return store.export(self.user_id)
 
     async def acall(self, store: AsyncGraphStore) -> Any:

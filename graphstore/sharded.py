@@ -60,7 +60,7 @@ from .records import (
     DocumentRecord,
     EdgeRecord,
     EntityRecord,
-    MemoryRecord,
+    StoredMemory,
     MoveReport,
     Neighbor,
     ShardMove,
@@ -230,13 +230,13 @@ class _ShardedCore:
             known.update((r.id, r.user_id) for r in (yield from self._plan_find_memories(unknown, False)))
         return known
 
-    def _plan_find_memories(self, ids: Sequence[str], with_vectors: bool) -> Plan[list[MemoryRecord]]:
+    def _plan_find_memories(self, ids: Sequence[str], with_vectors: bool) -> Plan[list[StoredMemory]]:
         """Memories of unknown users, asked of every shard at once.  A copy on a shard that does not
         serve its user (a move in progress) is ignored; a down shard is an error only if some id was
         found nowhere else (it might be there)."""
         answers = yield Fan(tuple(Call(n, GetMemories(ids, with_vectors)) for n in self.names))
         routing = yield from self._plan_routing()
-        found: list[MemoryRecord] = []
+        found: list[StoredMemory] = []
         for name, answer in zip(self.names, answers):
             if isinstance(answer, BaseException):
                 continue
@@ -337,7 +337,7 @@ class _ShardedCore:
             yield from self._plan_each([Call(s, RestoreDocuments(docs)) for s, docs in by_shard.items()])
 
     # -- reads by id ------------------------------------------------------------------------------------------
-    def _plan_get_memories(self, memory_ids: Sequence[str], with_vectors: bool) -> Plan[list[MemoryRecord]]:
+    def _plan_get_memories(self, memory_ids: Sequence[str], with_vectors: bool) -> Plan[list[StoredMemory]]:
         known = {i: u for i in memory_ids if (u := self._user_of.get(i)) is not None}
         unknown = [i for i in dict.fromkeys(memory_ids) if i not in known]
         by_id = {r.id: r for r in ((yield from self._plan_find_memories(unknown, with_vectors)) if unknown else ())}
@@ -457,7 +457,7 @@ def _ids_of_batches(rows: list[list[tuple[str, float]]]) -> Iterator[str]:
     return (r[0] for row in rows for r in row)
 
 
-def _ids_of_records(rows: Sequence[MemoryRecord | EntityRecord]) -> Iterator[str]:
+def _ids_of_records(rows: Sequence[StoredMemory | EntityRecord]) -> Iterator[str]:
     return (r.id for r in rows)
 
 
@@ -590,11 +590,11 @@ class ShardedStore(_ShardedCore):
     def delete_user(self, user_id: str) -> dict[str, int]:
         return self._drive(self._plan_on_user(user_id, DeleteUser(user_id), write=True))
 
-    def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
+    def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredMemory]:
         return self._drive(self._plan_get_memories(memory_ids, with_vectors))
 
     def list_memories(self, user_id: str, *, session_id: str | None = None, statuses: Sequence[str] | None = None,
-                      limit: int | None = None, offset: int = 0) -> list[MemoryRecord]:
+                      limit: int | None = None, offset: int = 0) -> list[StoredMemory]:
         return self._drive(self._plan_on_user(user_id, ListMemories(user_id, session_id, statuses, limit, offset),
                                               ids=_ids_of_records))
 
@@ -648,7 +648,7 @@ class ShardedStore(_ShardedCore):
         return self._drive(self._plan_on_user(user_id, Expand(user_id, frontier, edge_types, max_degree),
                                               ids=_ids_of_neighbors))
 
-    def export(self, user_id: str) -> Iterator[MemoryRecord | EntityRecord | EdgeRecord]:
+    def export(self, user_id: str) -> Iterator[StoredMemory | EntityRecord | EdgeRecord]:
         yield from self._shard(self._drive(self._plan_shard(user_id))).export(user_id)
 
     def stats(self, user_id: str | None = None) -> dict[str, int]:
@@ -768,12 +768,12 @@ class AsyncShardedStore(_ShardedCore):
     async def delete_user(self, user_id: str) -> dict[str, int]:
         return await self._drive(self._plan_on_user(user_id, DeleteUser(user_id), write=True))
 
-    async def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
+    async def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredMemory]:
         return await self._drive(self._plan_get_memories(memory_ids, with_vectors))
 
     async def list_memories(self, user_id: str, *, session_id: str | None = None,
                             statuses: Sequence[str] | None = None, limit: int | None = None,
-                            offset: int = 0) -> list[MemoryRecord]:
+                            offset: int = 0) -> list[StoredMemory]:
         return await self._drive(self._plan_on_user(user_id, ListMemories(user_id, session_id, statuses, limit, offset),
                                                     ids=_ids_of_records))
 
@@ -832,7 +832,7 @@ class AsyncShardedStore(_ShardedCore):
         return await self._drive(self._plan_on_user(user_id, Expand(user_id, frontier, edge_types, max_degree),
                                                     ids=_ids_of_neighbors))
 
-    async def export(self, user_id: str) -> AsyncIterator[MemoryRecord | EntityRecord | EdgeRecord]:
+    async def export(self, user_id: str) -> AsyncIterator[StoredMemory | EntityRecord | EdgeRecord]:
         async for record in self._shard(await self._drive(self._plan_shard(user_id))).export(user_id):
             yield record
 

@@ -57,7 +57,7 @@ from .records import (
     EdgeRecord,
     EntityRecord,
     Finding,
-    MemoryRecord,
+    StoredMemory,
     Neighbor,
     WriteBatch,
 )
@@ -490,7 +490,7 @@ class SQLiteStore:
         db.executemany("UPDATE entities SET degree = degree + ? WHERE id = ?",
                        [(d, e) for e, d in sorted(delta.items()) if d])
 
-    def _add_postings(self, db: sqlite3.Connection, memories: Sequence[MemoryRecord]) -> None:
+    def _add_postings(self, db: sqlite3.Connection, memories: Sequence[StoredMemory]) -> None:
         rows: list[tuple[str, str, str, int, int]] = []
         df: Counter[tuple[str, str]] = Counter()
         totals: Counter[str] = Counter()
@@ -549,7 +549,7 @@ class SQLiteStore:
             )
 
     def set_status(self, memory_ids: Sequence[str], status: str) -> int:
-        changed: list[MemoryRecord] = []
+        changed: list[StoredMemory] = []
         with self._tx() as db:
             for chunk in _chunks(list(memory_ids)):
                 rows = db.execute(
@@ -609,19 +609,19 @@ class SQLiteStore:
 
     # -- reads -------------------------------------------------------------------
     @staticmethod
-    def _memory_from_row(r: Sequence[Any], embedding: bytes | None = None, token_vectors: bytes | None = None) -> MemoryRecord:
+    def _memory_from_row(r: Sequence[Any], embedding: bytes | None = None, token_vectors: bytes | None = None) -> StoredMemory:
         if not isinstance(r[4], str):
             raise ValueError(f"memory {r[0]!r} has a text of type {type(r[4]).__name__}")
-        return MemoryRecord(
+        return StoredMemory(
             id=r[0], user_id=r[1], agent_id=r[2], session_id=r[3], text=r[4], at=r[5], created_at=r[6],
             kind=r[7], importance=r[8], status=r[9], access_count=r[10], last_access=r[11],
             metadata_json=r[12], language=r[13], terms=tuple(json.loads(r[14])), confidence=r[15], mentions=r[16],
             last_seen=r[17], valid_to=r[18], pinned=bool(r[19]), embedding=embedding, token_vectors=token_vectors,
         )
 
-    def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[MemoryRecord]:
+    def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredMemory]:
         ids = list(memory_ids)
-        found: dict[str, MemoryRecord] = {}
+        found: dict[str, StoredMemory] = {}
         cols = _MEMORY_COLUMNS + (", embedding, token_vectors" if with_vectors else "")
         with self._read() as db:
             for chunk in _chunks(ids):
@@ -637,7 +637,7 @@ class SQLiteStore:
         statuses: Sequence[str] | None = None,
         limit: int | None = None,
         offset: int = 0,
-    ) -> list[MemoryRecord]:
+    ) -> list[StoredMemory]:
         sql = f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE user_id = ?"
         params: list[Any] = [user_id]
         if session_id is not None:
@@ -871,7 +871,7 @@ class SQLiteStore:
         return out
 
     # -- housekeeping -------------------------------------------------------------------
-    def export(self, user_id: str) -> Iterator[MemoryRecord | EntityRecord | EdgeRecord]:
+    def export(self, user_id: str) -> Iterator[StoredMemory | EntityRecord | EdgeRecord]:
         with self._read() as db:
             mems = db.execute(
                 f"SELECT {_MEMORY_COLUMNS}, embedding, token_vectors FROM memories WHERE user_id=?"

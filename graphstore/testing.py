@@ -39,7 +39,7 @@ from .records import (
     DocumentRecord,
     EdgeRecord,
     EntityRecord,
-    MemoryRecord,
+    StoredMemory,
     Neighbor,
     WriteBatch,
     usable_terms,
@@ -61,9 +61,9 @@ def unit_vector(*values: float) -> np.ndarray:
 
 def make_memory(mid: str, user: str = "u1", text: str | None = None, *, at: float = 1_000.0,
                 session: str | None = "s1", vec: np.ndarray | None = None, terms: tuple[str, ...] | None = None,
-                status: str = ACTIVE, metadata: dict[str, Any] | None = None) -> MemoryRecord:
+                status: str = ACTIVE, metadata: dict[str, Any] | None = None) -> StoredMemory:
     text = text if text is not None else f"memory {mid}"
-    return MemoryRecord(
+    return StoredMemory(
         id=mid, user_id=user, text=text, at=at, created_at=at + 1, session_id=session,
         metadata_json=json.dumps(metadata or {"n": mid}, ensure_ascii=False), status=status,
         terms=terms if terms is not None else tuple(text.lower().split()),
@@ -608,11 +608,11 @@ class GraphStoreConformance:
         self._seed_graph(store)
         records = [from_json(json.loads(json.dumps(to_json(r)))) for r in store.export("u1")]
         kinds = [type(r).__name__ for r in records]
-        assert kinds.count("MemoryRecord") == 3 and kinds.count("EntityRecord") == 3 and kinds.count("EdgeRecord") == 6
+        assert kinds.count("StoredMemory") == 3 and kinds.count("EntityRecord") == 3 and kinds.count("EdgeRecord") == 6
         mem = next(r for r in records if getattr(r, "id", None) == "m_3")
-        assert isinstance(mem, MemoryRecord) and mem.text == "张伟在北京工作" and mem.embedding is not None
+        assert isinstance(mem, StoredMemory) and mem.text == "张伟在北京工作" and mem.embedding is not None
         store.delete_user("u1")
-        store.write(WriteBatch(memories=[r for r in records if isinstance(r, MemoryRecord)],
+        store.write(WriteBatch(memories=[r for r in records if isinstance(r, StoredMemory)],
                                entities=[r for r in records if isinstance(r, EntityRecord)]))
         store.write(WriteBatch(edges=[r for r in records if isinstance(r, EdgeRecord)]))
         assert entity_degrees(store, ["e_dana"]) == {"e_dana": 2}

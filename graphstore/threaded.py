@@ -15,7 +15,7 @@ from itertools import islice
 from typing import Any, AsyncIterator, Callable
 
 from .protocol import GraphStore
-from .records import EdgeRecord, EntityRecord, MemoryRecord
+from .records import EdgeRecord, EntityRecord, StoredMemory
 
 __all__ = ["ThreadedAsyncStore"]
 
@@ -40,7 +40,7 @@ class ThreadedAsyncStore:
             return attr
         return functools.partial(_in_thread, attr)
 
-    async def export(self, user_id: str) -> AsyncIterator[MemoryRecord | EntityRecord | EdgeRecord]:
+    async def export(self, user_id: str) -> AsyncIterator[StoredMemory | EntityRecord | EdgeRecord]:
         """The sync export, pulled in chunks from a worker thread."""
         records = await _in_thread(lambda: iter(self.sync.export(user_id)))
         while True:

@@ -53,7 +53,7 @@ from graphstore.records import (
     EDGE_RELATED,
     EdgeRecord,
     EntityRecord,
-    MemoryRecord,
+    StoredMemory,
     WriteBatch,
 )
 from graphstore.requests import EntityNames, Expand, GetEntities, GetMemories, RelatedEdges, Write
@@ -184,8 +184,8 @@ def _memory_id(rec: ExportedMemory, state: _State) -> str:
     return rekey_memory_id(state.user_id, rec.user_id, rec.id)
 
 
-def _stored_memory(rec: ExportedMemory, mid: str, user_id: str) -> MemoryRecord:
-    return MemoryRecord(
+def _stored_memory(rec: ExportedMemory, mid: str, user_id: str) -> StoredMemory:
+    return StoredMemory(
         id=mid, user_id=user_id, text=rec.text, at=rec.at, created_at=rec.created_at, agent_id=rec.agent_id,
         session_id=rec.session_id, kind=rec.kind, importance=rec.importance, status=rec.status,
         access_count=rec.access_count, last_access=rec.last_access,

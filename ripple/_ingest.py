@@ -33,7 +33,7 @@ from graphstore.records import (
     EDGE_RELATED,
     EdgeRecord,
     EntityRecord,
-    MemoryRecord,
+    StoredMemory,
     WriteBatch,
 )
 
@@ -163,9 +163,9 @@ def _fact_subject(subject: str) -> str:
 
 
 def ingest_plan(
-    prepared: Sequence[Prepared], *, now: float, replacing: MemoryRecord | None = None,
+    prepared: Sequence[Prepared], *, now: float, replacing: StoredMemory | None = None,
     lifecycle: LifecycleConfig | None = None,
-) -> Op[list[MemoryRecord]]:
+) -> Op[list[StoredMemory]]:
     """Resolve entities, chain sessions, build and write one batch; returns the stored memories.
 
     With ``replacing`` (one prepared item: an update), the new record keeps that
@@ -176,7 +176,7 @@ def ingest_plan(
     same write (see :mod:`ripple._lifecycle`).
     """
     batch = WriteBatch()
-    out: dict[int, MemoryRecord] = {}
+    out: dict[int, StoredMemory] = {}
     by_user: dict[str, list[int]] = defaultdict(list)
     for i, p in enumerate(prepared):
         by_user[p.item.user_id].append(i)
@@ -294,7 +294,7 @@ def ingest_plan(
             if times:  # relative times read against the memory's own event time (see extractors.timeexpr)
                 notes["times"] = [[a.isoformat(), b.isoformat()] for a, b in times]
             metadata = {**p.item.metadata, "ripple": notes} if notes else p.item.metadata
-            rec = MemoryRecord(
+            rec = StoredMemory(
                 id=mid, user_id=user, text=p.item.text, at=p.at, created_at=now, agent_id=p.item.agent_id,
                 session_id=p.item.session_id, kind=kind, importance=importance,
                 metadata_json=json.dumps(metadata, ensure_ascii=False, sort_keys=False),

@@ -26,7 +26,7 @@ from extractors.frames import numbered_names
 from extractors.normalize import entity_key
 from extractors.text import lexical_tokens
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
-from graphstore.records import EDGE_CONFLICTS, EDGE_MENTIONS, EDGE_RETRACTS, EDGE_SUPERSEDES, EdgeRecord, MemoryRecord
+from graphstore.records import EDGE_CONFLICTS, EDGE_MENTIONS, EDGE_RETRACTS, EDGE_SUPERSEDES, EdgeRecord, StoredMemory
 
 from ._supersede import (
     DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, JudgeCase, Verdict, grade, promising, structural_match, worth_parsing,
@@ -108,7 +108,7 @@ class Decisions:
     notes: dict[int, dict[str, Any]] = field(default_factory=dict)  # item -> what it did, kept in metadata
     extra_terms: dict[int, tuple[str, ...]] = field(default_factory=dict)
     extra_mentions: dict[int, list[str]] = field(default_factory=dict)
-    rewrites: dict[str, MemoryRecord] = field(default_factory=dict)  # stored memories with new values
+    rewrites: dict[str, StoredMemory] = field(default_factory=dict)  # stored memories with new values
     edges: list[EdgeRecord] = field(default_factory=list)
     profile_facts: set[tuple[int, int]] = field(default_factory=set)  # (item, fact index) kept as profile edges
 
@@ -148,7 +148,7 @@ def lifecycle_plan(
     d = Decisions()
     order = sorted(idxs, key=lambda i: (prepared[i].at, i))
     terms = {i: lexical_tokens(prepared[i].item.text) for i in idxs}
-    stored: dict[str, MemoryRecord] = {}  # stored memories fetched (with vectors) so far
+    stored: dict[str, StoredMemory] = {}  # stored memories fetched (with vectors) so far
 
     def fetch(ids: Sequence[str]) -> Op[None]:
         want = [m for m in dict.fromkeys(ids) if m not in stored and m not in d.rewrites]
@@ -156,7 +156,7 @@ def lifecycle_plan(
             for rec in (yield GetMemories(want, with_vectors=True)):
                 stored[rec.id] = rec
 
-    def current(mid: str) -> MemoryRecord:
+    def current(mid: str) -> StoredMemory:
         return d.rewrites.get(mid) or stored[mid]
 
     for i in idxs:
@@ -295,7 +295,7 @@ def _statement_plan(
     user: str, order: Sequence[int], prepared: Sequence["Prepared"], mem_ids: Sequence[str],
     resolved: dict[str, str], cfg: LifecycleConfig, d: Decisions, near: dict[int, list[tuple[str, float]]],
     fact_keys: dict[int, set[tuple[str, str]]], mentions: dict[int, set[str]], terms: dict[int, list[str]],
-    fetch: Any, current: Any, stored: dict[str, MemoryRecord],
+    fetch: Any, current: Any, stored: dict[str, StoredMemory],
 ) -> Op[None]:
     """Find, for each new item that states a value, the active memories it replaces (see
     :mod:`ripple._supersede`), and record the decisions in ``d``.
@@ -454,7 +454,7 @@ def _statement_plan(
 
 
 def _judged(judge: Any, decisions: list[_Decision], prepared: Sequence["Prepared"], current: Any, mem_ids: Sequence[str],
-            stored: dict[str, MemoryRecord]) -> Op[list[_Decision]]:
+            stored: dict[str, StoredMemory]) -> Op[list[_Decision]]:
     """The medium decisions put to the configured judge: 'supersedes' makes one high, 'unrelated'
     drops it, anything else keeps it a conflict."""
     medium = [x for x in decisions if x.level == MEDIUM]
@@ -487,7 +487,7 @@ def _title_key(text: str) -> str | None:
 
 
 def _supersede(d: Decisions, *, old: str, new: str, at: float, user: str, mem_ids: Sequence[str],
-               current: Any, stored: dict[str, MemoryRecord]) -> None:
+               current: Any, stored: dict[str, StoredMemory]) -> None:
     """``old`` is no longer true from ``at``: it gets ``valid_to`` and a SUPERSEDES edge from ``new``."""
     if old in mem_ids:
         j = mem_ids.index(old)
@@ -501,7 +501,7 @@ def _supersede(d: Decisions, *, old: str, new: str, at: float, user: str, mem_id
 
 
 def _reinforce(d: Decisions, holder: str, i: int, mem_ids: Sequence[str], prepared: Sequence["Prepared"],
-               current: Any, stored: dict[str, MemoryRecord], cfg: LifecycleConfig) -> None:
+               current: Any, stored: dict[str, StoredMemory], cfg: LifecycleConfig) -> None:
     if holder in mem_ids:
         j = mem_ids.index(holder)
         d.confidence[j] = reinforced_confidence(d.confidence[j], d.confidence[i], cfg.reinforce_step)
@@ -513,7 +513,7 @@ def _reinforce(d: Decisions, holder: str, i: int, mem_ids: Sequence[str], prepar
 
 def _apply_link(d: Decisions, i: int, target: str, retracts: bool, at: float, user: str, mem_ids: Sequence[str],
                 terms: dict[int, list[str]], mentions: dict[int, set[str]], fetch: Any, current: Any,
-                stored: dict[str, MemoryRecord]) -> Op[None]:
+                stored: dict[str, StoredMemory]) -> Op[None]:
     """Invalidate (retraction) or supersede (correction) ``target`` on behalf of item ``i``."""
     if retracts:
         if target in mem_ids:

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
-from graphstore.records import EDGE_CONFLICTS, EDGE_SUPERSEDES, EdgeRecord, MemoryRecord as StoredMemory, WriteBatch
+from graphstore.records import EDGE_CONFLICTS, EDGE_SUPERSEDES, EdgeRecord, StoredMemory, WriteBatch
 from graphstore.requests import (
     Cypher,
     DeleteMemories,

@@ -9,7 +9,7 @@ from typing import Any, Iterator, cast
 
 from graphstore.jsonl import to_json
 from graphstore.records import EdgeRecord, EntityRecord
-from graphstore.records import MemoryRecord as StoredMemory
+from graphstore.records import StoredMemory
 
 from .errors import StoreError
 from .models import MemoryRecord, MemoryStatus, PathStep, RecallHit, RecallResult, RecallTrace, ScoreParts, StageTrace

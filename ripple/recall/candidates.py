@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphstore.records import MemoryRecord
+from graphstore.records import StoredMemory
 
 from .activation import Edge
 
@@ -71,7 +71,7 @@ class ChannelResult:
 @dataclass(slots=True)
 class PlanResult:
     hits: list[Candidate]
-    records: dict[str, MemoryRecord]
+    records: dict[str, StoredMemory]
     entity_names: dict[str, str]
     stages: list[tuple[str, float, int, dict[str, Any]]]
 

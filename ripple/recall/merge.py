@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from graphstore.records import MemoryRecord
+from graphstore.records import StoredMemory
 
 from .activation import Edge
 from .candidates import Candidate, ChannelResult, Seeded
@@ -67,7 +67,7 @@ def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config:
     return keep
 
 
-def apply_priors(q: QueryInput, cands: list[Candidate], records: Mapping[str, MemoryRecord],
+def apply_priors(q: QueryInput, cands: list[Candidate], records: Mapping[str, StoredMemory],
                  cfg: MergeConfig) -> tuple[list[Candidate], float]:
     """Scale each candidate by what its record says (time, importance, confidence, tier, the speaker and
     title the query names) and re-sort; returns the candidates and the time weight used.  With every
@@ -96,7 +96,7 @@ def apply_priors(q: QueryInput, cands: list[Candidate], records: Mapping[str, Me
     return cands, time_w
 
 
-def tier_of(rec: MemoryRecord, now: float, cfg: TierConfig) -> tuple[str, float]:
+def tier_of(rec: StoredMemory, now: float, cfg: TierConfig) -> tuple[str, float]:
     """The forgetting tier of a memory record at time ``now`` and its score weight (see :class:`TierConfig`)."""
     if not cfg.enabled:
         return "hot", 1.0
@@ -113,7 +113,7 @@ def tier_of(rec: MemoryRecord, now: float, cfg: TierConfig) -> tuple[str, float]
     return "frozen", cfg.frozen_weight
 
 
-def speaker_boosts(query: str, records: Sequence[MemoryRecord], weight: float) -> dict[str, float]:
+def speaker_boosts(query: str, records: Sequence[StoredMemory], weight: float) -> dict[str, float]:
     """Score multipliers for turns *said by* the person the query asks about (memory id -> ``1 + weight``).
 
     "What does Melanie do to destress?" is about Melanie's own turns, yet her
@@ -141,7 +141,7 @@ def speaker_boosts(query: str, records: Sequence[MemoryRecord], weight: float) -
     return {i: 1.0 + weight for i, sp in speaker_of.items() if sp in named}
 
 
-def title_boosts(query: str, records: Sequence[MemoryRecord], weight: float) -> dict[str, float]:
+def title_boosts(query: str, records: Sequence[StoredMemory], weight: float) -> dict[str, float]:
     """Score multipliers for documents whose title the query names (memory id -> ``1 + weight``).
 
     "Where was Philip Carlo born?" is about the page titled "Philip Carlo"
@@ -162,7 +162,7 @@ def title_boosts(query: str, records: Sequence[MemoryRecord], weight: float) -> 
     return out
 
 
-def when_boosts(query: str, now: float, records: Sequence[MemoryRecord], weight: float) -> dict[str, float]:
+def when_boosts(query: str, now: float, records: Sequence[StoredMemory], weight: float) -> dict[str, float]:
     """Score multipliers for memories in a time the query names (memory id -> ``1 + weight``).
 
     "What did Maria donate in December 2023?" is about what happened then: a
@@ -188,7 +188,7 @@ def when_boosts(query: str, now: float, records: Sequence[MemoryRecord], weight:
     return out
 
 
-def time_answer_boosts(query: str, records: Sequence[MemoryRecord], weight: float) -> dict[str, float]:
+def time_answer_boosts(query: str, records: Sequence[StoredMemory], weight: float) -> dict[str, float]:
     """Score multipliers for memories that name a time, when the query asks for one (id -> ``1 + weight``).
 
     "When is the Northwind deadline?" is answered by a memory that says when
@@ -210,7 +210,7 @@ def time_answer_boosts(query: str, records: Sequence[MemoryRecord], weight: floa
     return {i: 1.0 + bonus for i in timed}
 
 
-def _stored_times(rec: MemoryRecord) -> list[tuple["date", "date"]]:
+def _stored_times(rec: StoredMemory) -> list[tuple["date", "date"]]:
     """The times a memory names, as the write path resolved them (metadata["ripple"]["times"])."""
     if '"times"' not in rec.metadata_json:
         return []

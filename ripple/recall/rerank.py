@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Generator, Mapping
 
-from graphstore.records import MemoryRecord
+from graphstore.records import StoredMemory
 from graphstore.requests import TokenVectors
 
 from .._requests import CrossEncode, Request
@@ -17,7 +17,7 @@ from .seed import maxsim_blobs
 __all__ = ["rerank_stage", "blend_rerank"]
 
 
-def rerank_stage(q: QueryInput, cands: list[Candidate], records: Mapping[str, MemoryRecord], rr: RerankConfig,
+def rerank_stage(q: QueryInput, cands: list[Candidate], records: Mapping[str, StoredMemory], rr: RerankConfig,
                  timer: StageTimer) -> Generator[Request, Any, list[Candidate]]:
     """Token MaxSim or a cross-encoder over the top ``top_n``, blended into their scores."""
     if rr.method == RerankMethod.NONE:

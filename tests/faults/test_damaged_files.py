@@ -189,11 +189,11 @@ def test_maintenance_opens_nothing_that_does_not_exist(tmp_path: Path) -> None:
 
 _CREATE = """
 import sys
-from graphstore.records import MemoryRecord, WriteBatch
+from graphstore.records import StoredMemory, WriteBatch
 from graphstore.sqlite import SQLiteStore
 sys.stdin.readline()  # start together
 s = SQLiteStore(sys.argv[1])
-s.write(WriteBatch(memories=[MemoryRecord(id=f"m_{sys.argv[2]}", user_id="u1", text="x", at=1.0, created_at=1.0)]))
+s.write(WriteBatch(memories=[StoredMemory(id=f"m_{sys.argv[2]}", user_id="u1", text="x", at=1.0, created_at=1.0)]))
 s.close()
 """
 

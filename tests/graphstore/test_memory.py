@@ -27,7 +27,7 @@ from graphstore.records import (
     EDGE_TYPES,
     EdgeRecord,
     EntityRecord,
-    MemoryRecord,
+    StoredMemory,
     WriteBatch,
 )
 from graphstore.sqlite import SQLiteStore
@@ -143,7 +143,7 @@ class StoresAgree(RuleBasedStateMachine):
     def _ids(self, user: str) -> tuple[list[str], list[str]]:
         """The user's stored memory and entity ids (asked of the reference)."""
         exported = list(self.ref.export(user))
-        return ([r.id for r in exported if isinstance(r, MemoryRecord)],
+        return ([r.id for r in exported if isinstance(r, StoredMemory)],
                 [r.id for r in exported if isinstance(r, EntityRecord)])
 
     # -- writes ----------------------------------------------------------------------------------------
@@ -151,7 +151,7 @@ class StoresAgree(RuleBasedStateMachine):
     def write(self, data: st.DataObject, user: str) -> None:
         draw = data.draw
         memories = [
-            MemoryRecord(
+            StoredMemory(
                 id=f"m_{user}_{i}", user_id=user, text=f"memory {i}", at=float(draw(st.integers(0, 3))),
                 created_at=float(draw(st.integers(0, 3))), session_id=draw(st.sampled_from(["s0", "s1", None])),
                 status=draw(st.sampled_from([ACTIVE, ACTIVE, SUPERSEDED, INVALIDATED])),

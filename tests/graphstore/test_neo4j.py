@@ -25,7 +25,7 @@ import graphstore.neo4j
 from graphstore import open_store
 from graphstore.neo4j import AsyncNeo4jStore, Neo4jStore
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED, GraphStore
-from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, EdgeRecord, EntityRecord, MemoryRecord, WriteBatch
+from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, EdgeRecord, EntityRecord, StoredMemory, WriteBatch
 from graphstore.sqlite import SQLiteStore
 from graphstore.testing import (
     BlockingStore,
@@ -140,7 +140,7 @@ def _generated_graph(seed: int = 5) -> tuple[list[WriteBatch], list[str], list[s
             # every memory has terms: SQLite counts a term-less memory in n_docs twice when it is upserted
             terms = tuple(rng.choices(vocab, k=rng.randint(1, 9)))
             status = rng.choices([ACTIVE, SUPERSEDED, INVALIDATED], [0.8, 0.1, 0.1])[0]
-            batch.memories.append(MemoryRecord(
+            batch.memories.append(StoredMemory(
                 id=mid, user_id=user, text=" ".join(terms), at=float(1000 + i // 3), created_at=float(5000 + i),
                 agent_id=rng.choice([None, "agent"]), session_id=session, kind="message",
                 importance=round(rng.random(), 3), status=status, metadata_json=json.dumps({"i": i, "中": "文"}),
@@ -165,7 +165,7 @@ def _generated_graph(seed: int = 5) -> tuple[list[WriteBatch], list[str], list[s
     for mid in rng.sample(memory_ids, 20):
         user = mid.split("_")[1]
         terms = tuple(rng.choices(vocab, k=4))
-        again.memories.append(MemoryRecord(id=mid, user_id=user, text="updated", at=2000.0, created_at=6000.0,
+        again.memories.append(StoredMemory(id=mid, user_id=user, text="updated", at=2000.0, created_at=6000.0,
                                            session_id="s9", terms=terms, embedding=vec().tobytes(),
                                            status=rng.choice([ACTIVE, SUPERSEDED])))
     for e in rng.sample(entity_ids, 6):
