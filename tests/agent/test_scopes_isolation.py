@@ -40,11 +40,12 @@ def test_no_memory_appears_in_a_scope_it_was_not_granted(store_mem: Any, agents:
         s, grants = sessions[who], agents[who]
         marker = f"{word}{n}x{len(written)}"
         if grants[scope] in ("writer", "curator"):
-            s.remember(f"The code word is {marker}.", scope=rename[scope])
+            # each in its own room: one code word is not an update of another (the write path supersedes those)
+            s.remember(f"The code word of room {len(written)} is {marker}.", scope=rename[scope])
             written[marker] = scope
         else:
             with pytest.raises(PermissionDenied):
-                s.remember(f"The code word is {marker}.", scope=rename[scope])
+                s.remember(f"The code word of room {len(written)} is {marker}.", scope=rename[scope])
     for s, grants in zip(sessions, agents):
         readable = {rename[x] for x in SCOPES if grants[x] is not None} | {"session"}
         for marker, scope in written.items():
