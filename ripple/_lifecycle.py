@@ -308,8 +308,12 @@ def _statement_plan(
     order; a stored memory newer than the item makes the item history."""
     import numpy as np
 
+    # a titled text (a page, a passage) is a document, not a statement of the present state: its
+    # paragraphs state many facts side by side, and one's number does not update another's
+    # ("Watertown International Airport ... 6 mi" / "Alexandria ... 5 mi"; two paragraphs of one
+    # article on snowfall): only texts without a title line (chat turns, notes) replace each other
     items = [i for i in order if d.status.get(i) != INVALIDATED and d.kind.get(i) != "retraction"
-             and not d.notes.get(i, {}).get("corrects")]
+             and not d.notes.get(i, {}).get("corrects") and _title_key(prepared[i].item.text) is None]
     framed = (yield Frames([prepared[i].item.text for i in items])) if items else []
     new_frames: dict[int, tuple[Any, ...]] = {}
     for i, (frames, _speaker) in zip(items, framed):
@@ -359,10 +363,19 @@ def _statement_plan(
     texts = {m: (current(m).text, current(m).terms) for m in wanted if m in stored
              and current(m).status == ACTIVE and current(m).kind != "retraction"}
     texts.update((mem_ids[j], (prepared[j].item.text, terms[j])) for js in batch_cands.values() for j in js)
+    # nor a titled one, nor one about another numbered thing ("Sprint 19 ... review 19" does not
+    # update "Sprint 18 ... review 18")
     for i, frames in new_frames.items():
         test = worth_parsing(frames, prepared[i].extraction, terms[i])
-        cands[i] = {m for m in cands[i] if m in texts and test(*texts[m])}
-        batch_cands[i] = [j for j in batch_cands[i] if test(*texts[mem_ids[j]])]
+        numbered = numbered_names(prepared[i].item.text)
+
+        def replaceable(text: str, words: Sequence[str]) -> bool:
+            theirs = numbered_names(text)
+            return (_title_key(text) is None and not (numbered and theirs and not numbered & theirs)
+                    and test(text, words))
+
+        cands[i] = {m for m in cands[i] if m in texts and replaceable(*texts[m])}
+        batch_cands[i] = [j for j in batch_cands[i] if replaceable(*texts[mem_ids[j]])]
     old_ids = sorted({m for ms in cands.values() for m in ms})
     # every clause of a memory that may be replaced (a stored memory newer than the item is the one
     # that replaces: the roles swap); one speaker's statement is never replaced by another's
@@ -374,27 +387,11 @@ def _statement_plan(
             old_frames[m], speaker_of[m] = frames, speaker
 
     # ---- the frames compared, then graded by the cosine of their masked clauses
-    # a titled text (a page, a passage) is a document, not a statement of the present state: its
-    # paragraphs state many facts side by side, and one's number does not update another's
-    # ("Watertown International Airport ... 6 mi" / "Alexandria ... 5 mi"; two paragraphs of one
-    # article on snowfall): only texts without a title line (chat turns, notes) replace each other
-    titled = {m for m in old_ids if _title_key(texts[m][0]) is not None}
     found: list[tuple[int, str, float, Verdict]] = []
     for i, frames in new_frames.items():
         speaker = prepared[i].extraction.extra.get("speaker")
-        if _title_key(prepared[i].item.text) is not None:
-            continue
-        numbered = numbered_names(prepared[i].item.text)
-
-        def same_thing(m: str) -> bool:
-            """Not about another numbered thing: "Sprint 19 ... review 19" does not update "Sprint 18 ... review 18"."""
-            theirs = numbered_names(texts[m][0])
-            return not (numbered and theirs and not numbered & theirs)
-
-        targets = [(m, current(m).at) for m in sorted(cands[i])
-                   if speaker_of[m] == speaker and m not in titled and same_thing(m)]
-        targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i]
-                    if speaker_of[mem_ids[j]] == speaker and mem_ids[j] not in titled and same_thing(mem_ids[j])]
+        targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == speaker]
+        targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i] if speaker_of[mem_ids[j]] == speaker]
         mine: tuple[Any, ...] | None = None
         for target, at in targets:
             theirs = old_frames[target]
