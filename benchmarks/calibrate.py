@@ -32,7 +32,7 @@ import numpy as np
 
 from benchmarks.datasets import Dataset, Query, default_data_dir
 from ripple.recall.config import RelevanceConfig
-from ripple.recall.relevance import FEATURES, relevance
+from ripple.recall.relevance import FEATURES, relevance, through_source
 
 __all__ = ["OFF_TOPIC", "collect", "fit_logistic", "choose_floor", "register", "run"]
 
@@ -104,8 +104,7 @@ def _relevance(rows: list[dict[str, Any]], w: np.ndarray) -> dict[int, float]:
         by_q.setdefault((r["q"], r["asked_of"]), {})[r["id"]] = v
     out = {}
     for i, (r, v) in enumerate(zip(rows, own)):
-        src = by_q[(r["q"], r["asked_of"])].get(r["source"] or "")
-        out[i] = max(v, src * min(1.0, r["act"])) if src is not None else v
+        out[i] = through_source(v, by_q[(r["q"], r["asked_of"])].get(r["source"] or ""), r["act"])
     return out
 
 

@@ -36,7 +36,7 @@ from .candidates import Candidate, Seeded
 from .config import RelevanceConfig
 from .query import QueryInput
 
-__all__ = ["QuerySignals", "query_signals", "features", "relevance", "assign_relevance", "FEATURES"]
+__all__ = ["QuerySignals", "query_signals", "features", "relevance", "assign_relevance", "through_source", "FEATURES"]
 
 #: The model's inputs, in the order of :func:`features` (and of RelevanceConfig's weights).
 FEATURES: tuple[str, ...] = ("late", "dense", "coverage", "known", "names_known", "top_late", "top_dense",
@@ -88,9 +88,10 @@ def assign_relevance(cands: Sequence[Candidate], pool: Mapping[str, Candidate], 
         return own[c.id]
 
     for c in cands:
-        r = of(c)
-        if c.path and c.via in c.channels:
-            source = pool.get(c.path[0].source)
-            if source is not None:
-                r = max(r, of(source) * min(1.0, c.channels[c.via]))
-        c.relevance = r
+        source = pool.get(c.path[0].source) if c.path and c.via in c.channels else None
+        c.relevance = through_source(of(c), None if source is None else of(source), c.channels.get(c.via, 0.0))
+
+
+def through_source(own: float, source: float | None, activation: float) -> float:
+    """A spread hit's relevance: its own, or its source's scaled by the activation that reached it."""
+    return own if source is None else max(own, source * min(1.0, activation))
