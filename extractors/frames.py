@@ -418,6 +418,7 @@ _NAMED_NUMBER = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=4096)  # the write path asks it of each candidate text, for every new item near it
 def numbered_names(text: str) -> frozenset[str]:
     """The numbered things a text names ("Sprint 7", "Room 12"), lower-cased: two texts that name
     different ones are about different things, whatever else they share."""

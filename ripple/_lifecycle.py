@@ -17,6 +17,7 @@ exportable (and visible in Cypher) until deleted.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -38,6 +39,8 @@ from graphstore.requests import (
 from ._requests import Embed, Frames, Judge, Op
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ._ingest import Prepared
 
 __all__ = ["LifecycleConfig", "Decisions", "lifecycle_plan", "reinforced_confidence", "MULTI_VALUED"]
@@ -351,11 +354,13 @@ def _statement_plan(
     units = np.vstack([prepared[i].vector for i in order]).astype(np.float32)
     units /= np.maximum(np.linalg.norm(units, axis=1, keepdims=True), 1e-9)
     cosines = units[[position[i] for i in new_frames]] @ units.T
-    batch_cands: dict[int, list[int]] = {
-        i: [j for j in order[: position[i]] if d.status.get(j) != INVALIDATED and d.kind.get(j) != "retraction"
-            and (cosines[n, position[j]] >= cfg.candidate_cosine or shared[i] & mentions.get(j, set()))]
-        for n, i in enumerate(new_frames)
-    }
+    live = [j for j in order if d.status.get(j) != INVALIDATED and d.kind.get(j) != "retraction"]
+    mentioned_by: dict[str, list[int]] = {}  # entity -> the live items mentioning it, in event-time order
+    for j in live:
+        for entity in mentions.get(j, ()):
+            mentioned_by.setdefault(entity, []).append(j)
+    batch_cands = {i: _earlier_candidates(i, live, position, cosines[n], shared[i], mentioned_by, cfg)
+                   for n, i in enumerate(new_frames)}
     wanted = sorted({m for ms in cands.values() for m in ms})
     if wanted:
         yield from fetch(wanted)
@@ -448,6 +453,31 @@ def _statement_plan(
             newer, older = (new_id, dec.target) if dec.at <= at else (dec.target, new_id)
             d.edges.append(EdgeRecord(newer, EDGE_CONFLICTS, older, user, 1.0, at=max(at, dec.at)))
             d.notes.setdefault(i, {}).setdefault("conflicts", []).append(note)
+
+
+def _earlier_candidates(
+    i: int, live: Sequence[int], position: dict[int, int], cosines: "np.ndarray", shared: set[str],
+    mentioned_by: dict[str, list[int]], cfg: LifecycleConfig,
+) -> list[int]:
+    """The earlier items of a batch that item ``i`` is compared with: the candidates a stored history
+    would give it, so that a batch decides as the same items written one by one.
+
+    Written one by one, an item meets its ``candidates`` nearest earlier memories (above
+    ``candidate_cosine``) and the latest ``per_entity`` memories of each entity it shares; a batch
+    takes the same from its earlier live items (``live``, in event-time order).  Comparing with *every*
+    earlier item that shares an entity made a batch of n items cost n² frame comparisons: a whole
+    conversation or a synthetic store in one ``add_many`` spent most of its ingest there."""
+    here = position[i]
+    earlier = [j for j in live if position[j] < here]
+    near = sorted((j for j in earlier if cosines[position[j]] >= cfg.candidate_cosine),
+                  key=lambda j: -float(cosines[position[j]]))[: cfg.candidates]
+    picked = set(near)
+    if cfg.per_entity:
+        for entity in shared:
+            items = mentioned_by.get(entity, [])
+            before = bisect_left(items, here, key=position.__getitem__)
+            picked.update(items[max(0, before - cfg.per_entity): before])
+    return [j for j in earlier if j in picked]
 
 
 def _judged(judge: Any, decisions: list[_Decision], prepared: Sequence["Prepared"], current: Any, mem_ids: Sequence[str],

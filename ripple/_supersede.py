@@ -27,6 +27,7 @@ does nothing.  Every verdict says why.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from extractors.frames import (
@@ -105,6 +106,7 @@ def _same_value(a: Slot, b: Slot) -> bool:
     return False
 
 
+@lru_cache(maxsize=1 << 16)  # a hot pair test of the write path: the same words meet again and again
 def _same_word(a: str, b: str) -> bool:
     """One word, however the tokenizer cut or inflected it: "owner"/"own", "房间"/"房", "开周会"/"周会"."""
     if a == b:
@@ -116,7 +118,7 @@ def _same_word(a: str, b: str) -> bool:
 
 
 def _minus(words: set[str], other: set[str]) -> set[str]:
-    return {w for w in words if not any(_same_word(w, o) for o in other)}
+    return {w for w in words if w not in other and not any(_same_word(w, o) for o in other)}
 
 
 def _negated(new: Frame, slot: Slot) -> bool:

@@ -176,3 +176,22 @@ def test_titled_passages_never_replace_each_other(mem: Memory) -> None:
     g = say(mem, "The Atlas go-live is May 2.", 6, session="s7")
     h = say(mem, "We pushed the Atlas go-live to May 9.", 7, session="s8")
     assert mem.get(g.id).status == "superseded" and mem.get(h.id).status == "active"
+
+
+def test_batch_items_meet_the_candidates_a_stored_history_would_give() -> None:
+    """An item of a batch is compared with its nearest earlier items and the latest few per shared
+    entity (as when written one by one), not with every earlier item sharing an entity (n² work)."""
+    import numpy as np
+
+    from ripple._lifecycle import _earlier_candidates
+
+    cfg = LifecycleConfig(candidates=2, per_entity=3)
+    live = list(range(40))
+    position = {i: i for i in live}
+    cosines = np.zeros(40, dtype=np.float32)
+    cosines[[5, 7, 9]] = [0.9, 0.5, 0.8]  # three near earlier items; only the 2 nearest count
+    cosines[39] = 0.99  # the item itself and later ones never count
+    mentioned_by = {"e:tom": [j for j in live if j % 2 == 0], "e:speaker": live}
+    got = _earlier_candidates(20, live, position, cosines, {"e:tom"}, mentioned_by, cfg)
+    assert got == [5, 9, 14, 16, 18]  # near 5 and 9; the latest 3 earlier items mentioning Tom
+    assert _earlier_candidates(0, live, position, cosines, {"e:tom"}, mentioned_by, cfg) == []
