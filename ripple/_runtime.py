@@ -19,6 +19,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from ._batching import BatchEncoder
 from .errors import ConfigError, ExtractionError, ModelNotInstalled, RippleError
 from .models import AddItem, as_utc
 from .recall.config import RecallConfig
@@ -86,6 +87,7 @@ class Runtime:
         self._lock = threading.Lock()
         self._cross_encoders: dict[str, Any] = {}
         self._query_pool: ThreadPoolExecutor | None = None
+        self._batcher: BatchEncoder | None = None  # concurrent queries share encoder calls (ripple._batching)
         self._recent: OrderedDict[str, tuple[Any, Any]] = OrderedDict()  # text -> (extraction, frames): see frames()
 
     # -- models (loaded on first use) -------------------------------------------------
@@ -243,17 +245,25 @@ class Runtime:
         """The query's vectors; with ``search`` and a store search callable from this thread, also
         the plan's dense search, run right after encoding (it then overlaps the lexical route the
         plan reads meanwhile, the longer of the two when a query has common words)."""
-        from .embedding import QueryEncoder
-
-        emb = self.embedder
-        encode = emb.encode_query_with_tokens if isinstance(emb, QueryEncoder) else emb.encode_with_tokens
         with analysing("the query"):
-            vectors, tokens = encode([query])
-        got = QueryVectors(vectors[0], tokens[0])
+            vector, tokens = self.query_encoder().encode_one(query)
+        got = QueryVectors(vector, tokens)
         if search is not None and self._search_beside is not None:
             got.search = search
             got.hits = self._search_beside(user_id, got.vector, search.pool, search.statuses)
         return got
+
+    def query_encoder(self) -> BatchEncoder:
+        """The embedder's query encoding, batched across the threads that recall at once."""
+        if self._batcher is None:
+            from .embedding import QueryEncoder
+
+            emb = self.embedder
+            encode = emb.encode_query_with_tokens if isinstance(emb, QueryEncoder) else emb.encode_with_tokens
+            with self._lock:
+                if self._batcher is None:
+                    self._batcher = BatchEncoder(encode)
+        return self._batcher
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._query_pool is None:

@@ -1,0 +1,108 @@
+"""Queries that arrive together are encoded together: one encoder call for all who wait.
+
+Why: a recall's query encoding is one forward pass of the model (about 9 ms for MiniLM on one
+core), and the embedder runs one pass at a time.  Under concurrent recalls (a server, threads,
+``AsyncMemory`` with many tasks) the queries queue behind that lock and are encoded one by one; a
+forward pass over eight short queries costs far less than eight passes.  So whoever finds the
+encoder free encodes at once (a query alone is encoded exactly as before: no waiting window, no
+added latency), and the queries that arrive meanwhile wait and are encoded in one call when it
+frees, by one of them.  Each caller gets its own vectors back, or the error of the call that
+encoded it.
+
+A query encoded in a batch has the vectors of one encoded alone up to float rounding (the
+padding of a batch is masked out of attention and pooling); tests/test_batching.py checks
+it.  Thread-based on purpose: the sync API's threads and the async API's worker threads (model
+work always runs in one) meet here alike.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Generic, Sequence, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["BatchEncoder", "MAX_BATCH"]
+
+#: The most queries one call encodes (more wait for the next call).
+MAX_BATCH = 32
+
+T = TypeVar("T")
+Encode = Callable[[Sequence[str]], "tuple[np.ndarray, list[np.ndarray]]"]
+
+
+@dataclass(eq=False)
+class _Waiting(Generic[T]):
+    text: str
+    done: bool = False
+    value: T | None = None
+    error: BaseException | None = None
+
+
+@dataclass
+class BatchStats:
+    """What the batcher did: calls made and queries encoded (``queries / calls`` is the mean batch)."""
+
+    calls: int = 0
+    queries: int = 0
+    largest: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count(self, n: int) -> None:
+        with self._lock:
+            self.calls += 1
+            self.queries += n
+            self.largest = max(self.largest, n)
+
+
+class BatchEncoder:
+    """``encode_one(text) -> (sentence vector, token vectors)`` over an ``encode(texts)`` callable,
+    batching the callers that wait for it (see the module docstring)."""
+
+    def __init__(self, encode: Encode, *, max_batch: int = MAX_BATCH) -> None:
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be at least 1, got {max_batch}")
+        self._encode = encode
+        self._max = max_batch
+        self._cond = threading.Condition()
+        self._queue: list[_Waiting[tuple[np.ndarray, np.ndarray]]] = []
+        self._busy = False
+        self.stats = BatchStats()
+
+    def encode_one(self, text: str) -> "tuple[np.ndarray, np.ndarray]":
+        me: _Waiting[tuple[np.ndarray, np.ndarray]] = _Waiting(text)
+        with self._cond:
+            self._queue.append(me)
+            while self._busy and not me.done:
+                self._cond.wait()
+            if not me.done:  # the encoder is free: this caller encodes its query and all who wait
+                self._busy = True
+                self._queue.remove(me)
+                batch = [me, *self._queue[: self._max - 1]]
+                del self._queue[: self._max - 1]
+        if not me.done:
+            self._run(batch)
+        if me.error is not None:
+            raise me.error
+        assert me.value is not None
+        return me.value
+
+    def _run(self, batch: list[_Waiting[tuple[np.ndarray, np.ndarray]]]) -> None:
+        try:
+            vectors, tokens = self._encode([w.text for w in batch])
+            results = list(zip(vectors, tokens))
+            error: BaseException | None = None
+        except BaseException as exc:  # every caller of this batch gets the error, none waits forever
+            results, error = [], exc
+        self.stats.count(len(batch))
+        with self._cond:
+            for n, w in enumerate(batch):
+                if error is None:
+                    w.value = results[n]
+                else:
+                    w.error = error
+                w.done = True
+            self._busy = False
+            self._cond.notify_all()
