@@ -1,0 +1,117 @@
+"""``python -m benchmarks users``: one user's recall and ``delete_all`` as the other users grow (issue 18).
+
+A store holds many users (``--users 1000,10000``, ``--per-user`` memories each, the synthetic
+generator's chat turns and two-hop facts).  The question is not how fast recall is but whether
+it *stays* as fast: every read of a user is meant to touch that user's rows only (per-user
+indexes, per-user vector caches), so one user's p50/p95 should not grow with the number of
+others, and deleting one user should cost what that user holds, not what the store holds.
+
+Each size is a fresh embedded store (or a Neo4j server with ``--store``), written through the
+public ``Memory.add_many``; the write path's lifecycle (repeats, supersession) is off because it
+is per user and not what is measured here.  Model-free vectors (hash-384) and the gazetteer
+extractor keep the ingest of a million memories within an hour on two cores.  Recall: the
+generator's questions (spread over the users), ``touch=False``, after a warm-up pass over other
+users.  Delete: ``delete_all`` of ``--deletes`` users picked at random, timed one by one.
+
+Results: ``--out`` (default ``benchmarks/results/users/``) gets one JSON per size and prints a
+Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.datasets import PROJECT_ROOT, synthetic
+from benchmarks.methods import RippleMethod
+
+OUT = PROJECT_ROOT / "benchmarks" / "results" / "users"
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--users", default="1000,10000", help="numbers of users, comma-separated (default 1000,10000)")
+    p.add_argument("--per-user", type=int, default=100, help="memories per user on average (default 100)")
+    p.add_argument("--queries", type=int, default=200, help="questions recalled per size (default 200)")
+    p.add_argument("--deletes", type=int, default=10, help="users deleted one by one per size (default 10)")
+    p.add_argument("--methods", default="flat,ripple", help="recall modes measured (default flat,ripple)")
+    p.add_argument("--store", default=None, help="a Neo4j URI instead of a temporary embedded store")
+    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--no-progress", action="store_true")
+
+
+def _pct(values: list[float], q: float) -> float:
+    xs = sorted(values)
+    return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))]
+
+
+def measure(n_users: int, per_user: int, n_queries: int, deletes: int, modes: list[str], store: str | None,
+            progress: bool) -> dict[str, Any]:
+    """Ingest one store of ``n_users`` users, then time recalls per mode and ``delete_all``s."""
+    ds = synthetic(n_users * per_user, n_users=n_users, n_queries=n_queries)
+    method = RippleMethod("ripple", name="users", embedder="hash-384", extractor="gazetteer", store=store,
+                          lifecycle={"dedup": False, "supersede": False}, progress=progress)
+    method.prepare()
+    t0 = time.perf_counter()
+    method.index(ds)
+    ingest_s = time.perf_counter() - t0
+    mem = method._mem
+    out: dict[str, Any] = {"users": n_users, "memories": method.indexed_count(), "per_user": per_user,
+                           "ingest_s": round(ingest_s, 1), "store": "neo4j" if store else "embedded", "modes": {}}
+    queries = list(ds.queries)
+    for mode in modes:
+        for q in queries[: min(20, len(queries))]:  # warm-up: caches, plans
+            mem.recall(q.text, user_id=q.user_id, k=10, mode=mode, touch=False)
+        lat = []
+        for q in queries:
+            t = time.perf_counter()
+            mem.recall(q.text, user_id=q.user_id, k=10, mode=mode, touch=False)
+            lat.append((time.perf_counter() - t) * 1000)
+        out["modes"][mode] = {"n": len(lat), "p50_ms": round(_pct(lat, 50), 2), "p95_ms": round(_pct(lat, 95), 2),
+                              "p99_ms": round(_pct(lat, 99), 2), "mean_ms": round(statistics.fmean(lat), 2)}
+    users = sorted({d.user_id for d in ds.docs})
+    victims = random.Random(0).sample(users, min(deletes, len(users)))
+    times, sizes = [], []
+    for u in victims:
+        sizes.append(mem.stats(user_id=u)["memories"])
+        t = time.perf_counter()
+        mem.delete_all(user_id=u)
+        times.append((time.perf_counter() - t) * 1000)
+    out["delete_all"] = {"n": len(times), "p50_ms": round(_pct(times, 50), 1), "max_ms": round(max(times), 1),
+                         "memories_per_user_p50": _pct([float(s) for s in sizes], 50)}
+    method.close()
+    return out
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    modes = sorted({m for r in rows for m in r["modes"]})
+    head = ("| users | memories | store | ingest s | " + " | ".join(f"{m} p50 / p95 ms" for m in modes)
+            + " | delete_all p50 / max ms |")
+    lines = [head, "|" + "---:|" * (5 + len(modes))]
+    for r in rows:
+        cells = [f"{r['modes'][m]['p50_ms']} / {r['modes'][m]['p95_ms']}" for m in modes]
+        d = r["delete_all"]
+        lines.append(f"| {r['users']:,} | {r['memories']:,} | {r['store']} | {r['ingest_s']} | " + " | ".join(cells)
+                     + f" | {d['p50_ms']} / {d['max_ms']} |")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, argv: list[str]) -> int:
+    sizes = [int(x) for x in str(args.users).split(",") if x.strip()]
+    modes = [m.strip() for m in str(args.methods).split(",") if m.strip()]
+    if not sizes or any(n < 1 for n in sizes):
+        raise SystemExit("--users: positive numbers, comma-separated")
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for n in sizes:
+        row = measure(n, args.per_user, args.queries, args.deletes, modes, args.store, not args.no_progress)
+        row["command"] = "python -m benchmarks " + " ".join(argv)
+        (args.out / f"users-{n}{'-neo4j' if args.store else ''}.json").write_text(json.dumps(row, indent=2))
+        rows.append(row)
+        print(table([row]).splitlines()[-1], flush=True)
+    print(table(rows))
+    return 0
