@@ -55,7 +55,6 @@ def measure(n_users: int, per_user: int, n_queries: int, deletes: int, modes: li
     ds = synthetic(n_users * per_user, n_users=n_users, n_queries=n_queries)
     method = RippleMethod("ripple", name="users", embedder="hash-384", extractor="gazetteer", store=store,
                           lifecycle={"dedup": False, "supersede": False}, progress=progress)
-    method.prepare()
     t0 = time.perf_counter()
     method.index(ds)
     ingest_s = time.perf_counter() - t0
