@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "agent": ("benchmarks.agent", "agent layer: token estimate, add and context latency, patrol precision"),
     "limits": ("benchmarks.limits", "the oversized writes of issue 18 (huge metadata, huge text), timed"),
     "shards": ("benchmarks.shards", "sharded store on two Neo4j servers: routing by id, recall, a move"),
+    "batching": ("benchmarks.batching", "recalls/s from concurrent threads, query batching on and off"),
     "users": ("benchmarks.users", "one user's recall and delete_all as the number of other users grows"),
 }
 
