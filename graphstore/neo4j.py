@@ -411,14 +411,14 @@ _NEAR_LOAD = {
               " RETURN n.id AS id, n.embedding AS v, n.status AS s",
     "Entity": "MATCH (n:Entity {user_id: $user}) WHERE n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS v",
 }
-# token vectors with the user's revision read first: when it is the cache's, only the ids it lacks are read
+# token vectors with the user's revision read first: when it is the cache's, only the ids it lacks ($need)
+# are read, otherwise all of them
 _TOKEN_VECTORS_CHECKED = """
 OPTIONAL MATCH (x:Lexicon {user_id: $user})
 WITH x IS NOT NULL AS found, coalesce(x.epoch, '') AS epoch, coalesce(x.rev, 0) AS rev
 WITH found, epoch, rev, found AND epoch = $epoch AND rev = $rev AS current
 CALL (current) {
-    UNWIND $ids AS id
-    WITH id WHERE NOT current OR NOT id IN $cached
+    UNWIND CASE WHEN current THEN $need ELSE $ids END AS id
     MATCH (m:Memory {id: id}) WHERE m.token_vectors IS NOT NULL
     RETURN collect(m.id) AS ids, collect(m.token_vectors) AS blobs
 }
@@ -1096,7 +1096,7 @@ class _Neo4jCore:
             _Stmt(_LEXICAL_ROUTE, {"user": nobody, "terms": [nobody], "max_df_ratio": 0.5, "max_df": 1000}),
             _Stmt(_TOKEN_VECTORS, ids),
             _Stmt(_REVISION, {"user": nobody}),
-            _Stmt(_TOKEN_VECTORS_CHECKED, {**ids, "user": nobody, "cached": [], "epoch": "", "rev": 0}),
+            _Stmt(_TOKEN_VECTORS_CHECKED, {**ids, "user": nobody, "need": [nobody], "epoch": "", "rev": 0}),
             _Stmt(_GET_MEMORIES, ids),
             _Stmt(_ENTITY_NAMES, ids),
         ]
@@ -1522,8 +1522,8 @@ class _Neo4jCore:
             return {i: bytes(blob) for i, blob in zip(row["ids"], row["blobs"])}
         # the cached ones are good when the user's revision is still the cache's: read both in one statement
         cached = near.tokens(user, ids)
-        row = (yield _read(_TOKEN_VECTORS_CHECKED, user=user, ids=ids, cached=list(cached), epoch=key[0],
-                           rev=key[1]))[0]
+        row = (yield _read(_TOKEN_VECTORS_CHECKED, user=user, ids=ids, need=[i for i in ids if i not in cached],
+                           epoch=key[0], rev=key[1]))[0]
         fetched = {i: bytes(blob) for i, blob in zip(row["ids"], row["blobs"])}
         if not row["current"]:  # everything was read: the cache is behind (or the user is gone)
             near.part(user, (str(row["epoch"]), int(row["rev"])) if row["found"] else None, "Memory")
