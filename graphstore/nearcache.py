@@ -18,6 +18,10 @@ they return is exactly the entry's plus one (no other write came between);
 otherwise the entry is dropped.  The epoch is random per revision node, so a user
 deleted and written again never matches an entry of before.
 
+Loads: a user is loaded on a search that finds it at the revision its previous search found (or that
+this process's own writes moved it to): a user that another process writes to between every two
+searches stays on the server's searches, where reloading it each time would cost far more.
+
 Bounds: entries and token vectors share one budget of bytes (``budget_bytes``; 0
 disables the cache).  Token vectors go first (least recently used first); a user's
 sentence vectors are admitted only when they fit and only if every user they would
@@ -90,8 +94,9 @@ class NearCache:
         self._token_bytes = 0
         self._uses: dict[str, int] = {}
         self._sizes: OrderedDict[tuple[str, str], int] = OrderedDict()  # (user, label) -> estimated bytes
+        self._seen: OrderedDict[str, Revision] = OrderedDict()  # user -> revision at its last search
         self._since_aging = 0
-        self.loads = 0  # entries loaded (for tests and profiles)
+        self.loads = 0  # vector sets loaded (for tests and profiles)
 
     @property
     def enabled(self) -> bool:
@@ -128,6 +133,21 @@ class NearCache:
             self._sizes.move_to_end((user, label))
             while len(self._sizes) > _SIZES_KEPT:
                 self._sizes.popitem(last=False)
+
+    def steady(self, user: str, key: Revision) -> bool:
+        """Whether ``user`` is at the revision its last search saw (or its entry is); remembers ``key``.
+
+        A user is loaded only then: one whose revision changes between every two searches (another
+        process writing to it all the time) would otherwise be loaded again on every search, each
+        load costing as much as many searches on the server."""
+        with self._lock:
+            entry = self._entries.get(user)
+            steady = self._seen.get(user) == key or (entry is not None and entry.key == key)
+            self._seen[user] = key
+            self._seen.move_to_end(user)
+            while len(self._seen) > _SIZES_KEPT:
+                self._seen.popitem(last=False)
+            return steady
 
     def admit(self, user: str, nbytes: int) -> bool:
         """Make room for ``nbytes`` of ``user``'s vectors, or say no (see the module docstring).
@@ -194,7 +214,7 @@ class NearCache:
                 entry = None
             if entry is None:
                 entry = self._entries[user] = _Entry(key)
-                self.loads += 1
+            self.loads += 1
             self._index_bytes -= index_bytes(entry.parts.get(label))
             entry.parts[label] = index
             self._index_bytes += index_bytes(index)
@@ -233,10 +253,13 @@ class NearCache:
     def advance(self, user: str, key: Revision) -> _Entry | None:
         """The entry of ``user`` moved to ``key`` when it was exactly one revision behind (the caller then
         applies the write's changes to it, under :attr:`lock`); otherwise the entry is dropped."""
+        before = (key[0], key[1] - 1)
+        if self._seen.get(user) == before:  # (this process's write: the user is as steady as it was)
+            self._seen[user] = key
         entry = self._entries.get(user)
         if entry is None:
             return None
-        if entry.key != (key[0], key[1] - 1):
+        if entry.key != before:
             self._drop(user)
             return None
         entry.key = key

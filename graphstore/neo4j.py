@@ -76,6 +76,19 @@ against ~16 ms p50 for the index route at 100k memories (recall@10 1.0 on
 clustered low-rank vectors like a sentence model's, with or without
 quantisation; 0.26 on uniformly random 384-d vectors, which no model produces).
 
+Near cache (:mod:`graphstore.nearcache`): a store keeps the sentence vectors of its hot users (and
+the token vectors recalls asked for) in its own process, up to ``near_cache_mb`` (512 by default; 0
+turns it off), and searches them exactly, as the embedded store does, instead of the index above: a
+search is then one small round trip that reads the user's revision, and ranks what the embedded store
+ranks.  The revision is ``(epoch, rev)`` on the user's ``Lexicon`` node: every transaction that
+changes the user's memories or entities (writes, status changes, deletions, each step of
+``delete_user``) bumps it first, so a search sees whatever any process committed before it began;
+this store's own writes update its cached vectors in place when their revision follows the cached
+one.  A user is loaded on a search (one read of every vector: ~1-3 s per 10k memories on this
+machine, once) when the budget has room or when it is searched more often than the users it would
+evict; others are searched on the server.  Writes made with :meth:`Neo4jStore.cypher` do not bump
+revisions: this store then forgets its cache, other processes cannot know.
+
 Transactions: every :meth:`Neo4jStore.write` is one write transaction of a
 handful of ``UNWIND`` statements, whatever the batch size.  Reads run as
 auto-commit queries of a session in read access mode: a ``neo4j://`` routing
@@ -108,7 +121,8 @@ per hop).  The vector search probes the user's size and searches in the same
 statement.  Results come back as one record of lists, not a record per row
 (the driver decodes one Bolt message per record).  A default recall is then
 seven round trips (user check, dense search beside the encoder, lexical route,
-token vectors, two spreads, records) instead of 34, and the plans of these
+token vectors, two spreads, records) instead of 34 (with the near cache the dense
+search and the token vectors are each a revision check that reads little), and the plans of these
 statements are made at open (:meth:`_Neo4jCore._warm_statements`), over two
 connections, so the first recalls after a start are not the slow ones.
 
@@ -1358,6 +1372,8 @@ class _Neo4jCore:
         found, index = near.part(user_id, key, label)
         if found:
             return True, index
+        if not near.steady(user_id, key):
+            return False, None
         size = near.size(user_id, label)
         if size is None:  # (counted once: a user who is not admitted is not counted on every search)
             size = estimate_bytes(int((yield _read(_NEAR_COUNT[label], user=user_id))[0]["n"]),
@@ -1699,6 +1715,9 @@ class Neo4jStore(_Neo4jCore):
         Credentials (``RIPPLE_NEO4J_USER`` / ``RIPPLE_NEO4J_PASSWORD`` in settings).
     database:
         Database name; the server's default database when ``None``.
+    near_cache_mb:
+        How many MB of hot users' vectors this process keeps to search them itself
+        (:mod:`graphstore.nearcache`; ``RIPPLE_NEO4J_NEAR_CACHE_MB``); 0 searches on the server.
     **driver_options:
         Passed to ``neo4j.GraphDatabase.driver`` (timeouts, pool size, TLS).
 
