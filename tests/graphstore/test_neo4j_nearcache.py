@@ -273,3 +273,21 @@ async def test_async_store_shares_the_cache_plans(clean: Any) -> None:
     finally:
         await a.aclose()
         b.close()
+
+
+def test_the_setting_reaches_the_store(clean: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``RIPPLE_NEO4J_NEAR_CACHE_MB`` (settings) and ``open_store(near_cache_mb=...)`` size the cache."""
+    from graphstore import Credentials, open_store
+    from ripple import RippleSettings
+
+    monkeypatch.setenv("RIPPLE_NEO4J_NEAR_CACHE_MB", "0")
+    off = open_store(URI, **RippleSettings(neo4j_password=PASSWORD).store_options())
+    on = open_store(URI, credentials=Credentials(password=PASSWORD), near_cache_mb=3)
+    default = open_store(URI, credentials=Credentials(password=PASSWORD))
+    try:
+        assert isinstance(off, Neo4jStore) and not off._near.enabled
+        assert isinstance(on, Neo4jStore) and on._near.budget == 3 * 2**20
+        assert isinstance(default, Neo4jStore) and default._near.budget == 512 * 2**20
+    finally:
+        for s in (off, on, default):
+            s.close()
