@@ -225,11 +225,10 @@ class NearCache:
     def search(
         self, index: VectorIndex, vectors: Sequence[object], k: int, statuses: set[str] | None
     ) -> list[list[tuple[str, float]]]:
-        """:meth:`VectorIndex.search` under the lock (a write of this process may update the index meanwhile),
-        each list ordered by score, then id (as the server's searches order them)."""
+        """:meth:`VectorIndex.search` under the lock (a write of this process may update the index meanwhile);
+        ties between equal scores are broken as the embedded store breaks them (by row order)."""
         with self._lock:
-            found = index.search(list(vectors), k, statuses=statuses)
-        return [sorted(hits, key=lambda h: (-h[1], h[0])) for hits in found]
+            return index.search(list(vectors), k, statuses=statuses)
 
     def drop(self, user: str) -> None:
         with self._lock:

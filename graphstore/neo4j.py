@@ -415,15 +415,18 @@ _REVISION = """
 OPTIONAL MATCH (x:Lexicon {user_id: $user})
 RETURN x IS NOT NULL AS found, coalesce(x.epoch, '') AS epoch, coalesce(x.rev, 0) AS rev
 """
-# what a near cache loads: every vector of a user (records, not one list: a 10k list is one 40 MB message)
+# what a near cache loads: every vector of a user (records, not one list: a 10k list is one 40 MB message),
+# in id order, which is the order the embedded store keeps them in (ids sort by creation): its searches
+# then break ties between equal scores as the embedded store's do
 _NEAR_COUNT = {
     "Memory": "MATCH (n:Memory {user_id: $user}) RETURN count(n) AS n",
     "Entity": "MATCH (n:Entity {user_id: $user}) RETURN count(n) AS n",
 }
 _NEAR_LOAD = {
     "Memory": "MATCH (n:Memory {user_id: $user}) WHERE n.embedding IS NOT NULL"
-              " RETURN n.id AS id, n.embedding AS v, n.status AS s",
-    "Entity": "MATCH (n:Entity {user_id: $user}) WHERE n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS v",
+              " RETURN n.id AS id, n.embedding AS v, n.status AS s ORDER BY id",
+    "Entity": "MATCH (n:Entity {user_id: $user}) WHERE n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS v"
+              " ORDER BY id",
 }
 # token vectors with the user's revision read first: when it is the cache's, only the ids it lacks ($need)
 # are read, otherwise all of them
