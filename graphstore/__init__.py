@@ -102,11 +102,11 @@ class Credentials:
 @overload
 def open_store(uri: str | os.PathLike[str], *, asynchronous: Literal[False] = False,
                credentials: Credentials | None = None, create: bool = True, retry_seconds: float | None = None,
-               maintenance: bool = False, **options: Any) -> GraphStore: ...
+               maintenance: bool = False, near_cache_mb: float | None = None, **options: Any) -> GraphStore: ...
 @overload
 def open_store(uri: str | os.PathLike[str], *, asynchronous: Literal[True],
                credentials: Credentials | None = None, create: bool = True, retry_seconds: float | None = None,
-               maintenance: bool = False, **options: Any) -> AsyncGraphStore: ...
+               maintenance: bool = False, near_cache_mb: float | None = None, **options: Any) -> AsyncGraphStore: ...
 def open_store(
     uri: str | os.PathLike[str],
     *,
@@ -115,6 +115,7 @@ def open_store(
     create: bool = True,
     retry_seconds: float | None = None,
     maintenance: bool = False,
+    near_cache_mb: float | None = None,
     **options: Any,
 ) -> GraphStore | AsyncGraphStore:
     """Open the store a URI names (see the module docstring): the one place that knows the backends.
@@ -127,10 +128,15 @@ def open_store(
     ``create=False`` makes a missing embedded store an error (a server's
     database always exists).  ``maintenance=True`` opens an existing store as
     it is, even damaged, for :class:`SupportsMaintenance` (``ripple doctor``/
-    ``reindex``): nothing is created or migrated.  ``options`` go to the
+    ``reindex``): nothing is created or migrated.  ``near_cache_mb``: how many
+    MB of a server store's vectors this process may keep to search them itself
+    (:mod:`graphstore.nearcache`; 0 turns it off, ``None`` keeps the backend's
+    default; the embedded store always searches in process).  ``options`` go to the
     backend's constructor.
     """
     text = os.fspath(uri)
+    if near_cache_mb is not None and (text.startswith(_SHARDED_SCHEMES) or is_neo4j_uri(text)):
+        options["near_cache_mb"] = near_cache_mb
     if text.startswith(_SHARDED_SCHEMES):
         return _open_sharded(text, asynchronous, credentials, create, retry_seconds, options)
     if is_neo4j_uri(text):

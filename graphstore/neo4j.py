@@ -76,6 +76,19 @@ against ~16 ms p50 for the index route at 100k memories (recall@10 1.0 on
 clustered low-rank vectors like a sentence model's, with or without
 quantisation; 0.26 on uniformly random 384-d vectors, which no model produces).
 
+Near cache (:mod:`graphstore.nearcache`): a store keeps the sentence vectors of its hot users (and
+the token vectors recalls asked for) in its own process, up to ``near_cache_mb`` (512 by default; 0
+turns it off), and searches them exactly, as the embedded store does, instead of the index above: a
+search is then one small round trip that reads the user's revision, and ranks what the embedded store
+ranks.  The revision is ``(epoch, rev)`` on the user's ``Lexicon`` node: every transaction that
+changes the user's memories or entities (writes, status changes, deletions, each step of
+``delete_user``) bumps it first, so a search sees whatever any process committed before it began;
+this store's own writes update its cached vectors in place when their revision follows the cached
+one.  A user is loaded on a search (one read of every vector: ~1-3 s per 10k memories on this
+machine, once) when the budget has room or when it is searched more often than the users it would
+evict; others are searched on the server.  Writes made with :meth:`Neo4jStore.cypher` do not bump
+revisions: this store then forgets its cache, other processes cannot know.
+
 Transactions: every :meth:`Neo4jStore.write` is one write transaction of a
 handful of ``UNWIND`` statements, whatever the batch size.  Reads run as
 auto-commit queries of a session in read access mode: a ``neo4j://`` routing
@@ -108,7 +121,8 @@ per hop).  The vector search probes the user's size and searches in the same
 statement.  Results come back as one record of lists, not a record per row
 (the driver decodes one Bolt message per record).  A default recall is then
 seven round trips (user check, dense search beside the encoder, lexical route,
-token vectors, two spreads, records) instead of 34, and the plans of these
+token vectors, two spreads, records) instead of 34 (with the near cache the dense
+search and the token vectors are each a revision check that reads little), and the plans of these
 statements are made at open (:meth:`_Neo4jCore._warm_statements`), over two
 connections, so the first recalls after a start are not the slow ones.
 
@@ -135,6 +149,7 @@ from ripple.errors import RippleError, SchemaError, StoreError, StoreUnavailable
 from . import retries
 from .cypher_policy import CypherPlan, plan_of
 from .cypher_policy import check as check_plan
+from .nearcache import DEFAULT_BUDGET_MB, NearCache, Part, Revision, estimate_bytes, nearest_from
 from .protocol import ACTIVE
 from .records import (
     DocumentRecord,
@@ -153,6 +168,7 @@ from .records import (
     Neighbor,
     WriteBatch,
 )
+from .vectors import VectorIndex
 
 if TYPE_CHECKING:
     import numpy as np
@@ -241,6 +257,14 @@ def _read(cypher: str, **params: Any) -> _Tx:
 def _write(cypher: str, **params: Any) -> _Tx:
     """A write transaction of one statement, returning its records."""
     return _one(True, cypher, params)
+
+
+def _bump(users: Sequence[str]) -> _Body[dict[str, Revision]]:
+    """Bump the revisions of ``users`` (the first statement of a write transaction); their new revisions."""
+    if not users:
+        return {}
+    rows = yield _Stmt(_BUMP_REVISIONS, {"users": list(users)})
+    return {str(u): (str(epoch), int(rev)) for u, epoch, rev in rows[0]["revs"]}
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -365,8 +389,57 @@ CREATE (t)-[:POSTING {tf: row.tfs[i]}]->(m)
 _ADD_TOTALS = """
 UNWIND $rows AS row
 MERGE (x:Lexicon {user_id: row.user})
-ON CREATE SET x.n_docs = 0, x.total_len = 0
+ON CREATE SET x.n_docs = 0, x.total_len = 0, x.epoch = randomUUID(), x.rev = 0
 SET x.n_docs = x.n_docs + row.n, x.total_len = x.total_len + row.len
+"""
+
+# Revisions (what a near cache checks, graphstore.nearcache): every write that changes a user's memories
+# or entities bumps the user's revision on its Lexicon node, first thing in its transaction (users in
+# sorted order: writers of one user queue on it).  The epoch is new with each Lexicon node, so a user
+# deleted and written again never has a revision of before.  (``SET x.rev = x.rev + 1`` takes the
+# node's write lock before it reads, so concurrent writers never lose a bump.)
+_BUMP_REVISIONS = """
+UNWIND $users AS user
+MERGE (x:Lexicon {user_id: user})
+ON CREATE SET x.n_docs = 0, x.total_len = 0
+SET x.epoch = coalesce(x.epoch, randomUUID()), x.rev = coalesce(x.rev, 0) + 1
+RETURN collect([user, x.epoch, x.rev]) AS revs
+"""
+_BUMP_EXISTING = """
+MATCH (x:Lexicon {user_id: $user})
+SET x.epoch = coalesce(x.epoch, randomUUID()), x.rev = coalesce(x.rev, 0) + 1
+"""
+_OWNERS = "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN collect(DISTINCT m.user_id) AS users"
+# a user's revision; a user without a Lexicon node has none (nothing of theirs can be cached)
+_REVISION = """
+OPTIONAL MATCH (x:Lexicon {user_id: $user})
+RETURN x IS NOT NULL AS found, coalesce(x.epoch, '') AS epoch, coalesce(x.rev, 0) AS rev
+"""
+# what a near cache loads: every vector of a user (records, not one list: a 10k list is one 40 MB message),
+# in id order, which is the order the embedded store keeps them in (ids sort by creation): its searches
+# then break ties between equal scores as the embedded store's do
+_NEAR_COUNT = {
+    "Memory": "MATCH (n:Memory {user_id: $user}) RETURN count(n) AS n",
+    "Entity": "MATCH (n:Entity {user_id: $user}) RETURN count(n) AS n",
+}
+_NEAR_LOAD = {
+    "Memory": "MATCH (n:Memory {user_id: $user}) WHERE n.embedding IS NOT NULL"
+              " RETURN n.id AS id, n.embedding AS v, n.status AS s ORDER BY id",
+    "Entity": "MATCH (n:Entity {user_id: $user}) WHERE n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS v"
+              " ORDER BY id",
+}
+# token vectors with the user's revision read first: when it is the cache's, only the ids it lacks ($need)
+# are read, otherwise all of them
+_TOKEN_VECTORS_CHECKED = """
+OPTIONAL MATCH (x:Lexicon {user_id: $user})
+WITH x IS NOT NULL AS found, coalesce(x.epoch, '') AS epoch, coalesce(x.rev, 0) AS rev
+WITH found, epoch, rev, found AND epoch = $epoch AND rev = $rev AS current
+CALL (current) {
+    UNWIND CASE WHEN current THEN $need ELSE $ids END AS id
+    MATCH (m:Memory {id: id}) WHERE m.token_vectors IS NOT NULL
+    RETURN collect(m.id) AS ids, collect(m.token_vectors) AS blobs
+}
+RETURN current, found, epoch, rev, ids, blobs
 """
 
 _UPSERT_MEMORIES = """
@@ -940,7 +1013,7 @@ class _Neo4jCore:
     uri: str
 
     def __init__(self, uri: str, *, user: str, password: str | None, database: str | None,
-                 retry_seconds: float, maintenance: bool) -> None:
+                 retry_seconds: float, maintenance: bool, near_cache_mb: float) -> None:
         self.uri = uri
         self._auth = None if password is None else (user, password)
         self._database = database
@@ -950,6 +1023,8 @@ class _Neo4jCore:
         self.maintenance = maintenance
         # users seen with at least _EXACT_SCAN_BELOW nodes of a label: their searches skip the size probe
         self._large_users: dict[str, set[str]] = {label: set() for label in _VECTOR_INDEX}
+        # hot users' vectors in this process, checked against the server's revisions (graphstore.nearcache)
+        self._near = NearCache(int(max(0.0, float(near_cache_mb)) * 2**20))
 
     @staticmethod
     def _driver_defaults(options: dict[str, Any], retry_seconds: float) -> dict[str, Any]:
@@ -1037,6 +1112,8 @@ class _Neo4jCore:
             _Stmt(_HAS_MEMORIES, {"user": nobody}),
             _Stmt(_LEXICAL_ROUTE, {"user": nobody, "terms": [nobody], "max_df_ratio": 0.5, "max_df": 1000}),
             _Stmt(_TOKEN_VECTORS, ids),
+            _Stmt(_REVISION, {"user": nobody}),
+            _Stmt(_TOKEN_VECTORS_CHECKED, {**ids, "user": nobody, "need": [nobody], "epoch": "", "rev": 0}),
             _Stmt(_GET_MEMORIES, ids),
             _Stmt(_ENTITY_NAMES, ids),
         ]
@@ -1126,8 +1203,10 @@ class _Neo4jCore:
                 "weight": x.weight, "evidence": x.evidence, "at": x.at,
             })
         replace = list(dict.fromkeys(replace_mentions_of))
+        users = sorted({m.user_id for m in memories} | {e.user_id for e in batch.entities})
 
-        def body() -> _Body[None]:
+        def body() -> _Body[dict[str, Revision]]:
+            revs = (yield from _bump(users))
             dirty: set[str] = set()
             if replace:
                 dirty.update((yield _Stmt(_DROP_MENTIONS, {"ids": replace}))[0]["dirty"])
@@ -1152,8 +1231,13 @@ class _Neo4jCore:
                     dirty.update(r["dst"] for r in rows)
             if dirty:
                 yield _Stmt(_RECOUNT_DEGREES, {"ids": sorted(dirty)})
+            return revs
 
-        yield _Tx(True, body)
+        revs = yield _Tx(True, body)
+        for user, key in revs.items():
+            self._near.wrote_memories(user, key, [(m.id, m.embedding, m.status) for m in memories if m.user_id == user])
+            self._near.wrote_entities(user, [(e.id, e.embedding) for e in batch.entities
+                                             if e.user_id == user and e.embedding is not None], ACTIVE)
 
     def _plan_touch(self, memory_ids: Sequence[str], at: float) -> _Plan[None]:
         if memory_ids:
@@ -1164,10 +1248,11 @@ class _Neo4jCore:
         if not ids:
             return 0
 
-        def body() -> _Body[int]:
+        def body() -> _Body[tuple[list[Record], dict[str, Revision]]]:
             changed = yield _Stmt(_CHANGED_STATUS, {"ids": ids, "status": status})
             if not changed:
-                return 0
+                return [], {}
+            revs = yield from _bump(sorted({r["user_id"] for r in changed}))
             changed_ids = [r["id"] for r in changed]
             yield _Stmt(_REMOVE_POSTINGS, {"ids": changed_ids})
             yield _Stmt(_SET_STATUS, {"ids": changed_ids, "status": status})
@@ -1175,25 +1260,33 @@ class _Neo4jCore:
                 postings, totals = _posting_rows([(r["id"], r["user_id"], r["terms"] or ()) for r in changed])
                 yield _Stmt(_ADD_POSTINGS, {"rows": postings})
                 yield _Stmt(_ADD_TOTALS, {"rows": totals})
-            return len(changed)
+            return changed, revs
 
-        return (yield _Tx(True, body))
+        changed, revs = yield _Tx(True, body)
+        for user, key in revs.items():
+            self._near.changed_status(user, key, [r["id"] for r in changed if r["user_id"] == user], status)
+        return len(changed)
 
     def _plan_delete_memories(self, memory_ids: Sequence[str]) -> _Plan[dict[str, int]]:
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return {"memories": 0, "edges": 0}
 
-        def body() -> _Body[dict[str, int]]:
+        def body() -> _Body[tuple[dict[str, int], list[str]]]:
+            users = sorted((yield _Stmt(_OWNERS, {"ids": ids}))[0]["users"])
+            yield from _bump(users)
             yield _Stmt(_REMOVE_POSTINGS, {"ids": ids})
             dirty = (yield _Stmt(_MENTIONED, {"ids": ids}))[0]["dirty"]
             edges = (yield _Stmt(_DELETE_MEMORY_EDGES, {"ids": ids}))[0]["n"]
             memories = (yield _Stmt(_DELETE_MEMORIES, {"ids": ids}))[0]["n"]
             if dirty:
                 yield _Stmt(_RECOUNT_DEGREES, {"ids": sorted(dirty)})
-            return {"memories": memories, "edges": edges}
+            return {"memories": memories, "edges": edges}, users
 
-        return (yield _Tx(True, body))
+        counts, users = yield _Tx(True, body)
+        for user in users:  # (a vector index does not shrink: the next search loads the user again)
+            self._near.drop(user)
+        return counts
 
     def _plan_delete_user(self, user_id: str) -> _Plan[dict[str, int]]:
         for users in self._large_users.values():
@@ -1204,6 +1297,9 @@ class _Neo4jCore:
 
             def body(start: int = step) -> _Body[tuple[Counter[str], int]]:
                 done: Counter[str] = Counter()
+                # (each transaction changes the revision while the Lexicon node lasts: a near cache loaded
+                # between two of them must not stay current)
+                yield _Stmt(_BUMP_EXISTING, {"user": user_id})
                 for i in range(start, len(_DELETE_USER)):
                     key, stmt = _DELETE_USER[i]
                     n = (yield _Stmt(stmt, {"user": user_id, "batch": _DELETE_BATCH}))[0]["n"]
@@ -1214,6 +1310,7 @@ class _Neo4jCore:
 
             done, step = yield _Tx(True, body)
             counts.update(done)
+            self._near.drop(user_id)
         return {k: counts[k] for k in ("memories", "entities", "edges", "index_entries")}
 
     # -- reads -----------------------------------------------------------------------------------
@@ -1260,12 +1357,59 @@ class _Neo4jCore:
     def _plan_users(self) -> _Plan[list[str]]:
         return sorted(r["user"] for r in (yield _read(_USERS)))
 
+    # -- the near cache (graphstore.nearcache) ----------------------------------------------------------
+    def _plan_revision(self, user_id: str) -> _Plan[Revision | None]:
+        row = (yield _read(_REVISION, user=user_id))[0]
+        return (str(row["epoch"]), int(row["rev"])) if row["found"] else None
+
+    def _plan_near_part(self, label: Part, user_id: str) -> _Plan[tuple[bool, VectorIndex | None]]:
+        """``(True, index)``: the user's ``label`` vectors, current (read first: one small round trip), from
+        this process's cache, loaded into it if it was not there and is admitted (``None``: the user has no
+        such vectors); ``(False, None)``: search on the server (no cache, or the user is not admitted)."""
+        near = self._near
+        near.used(user_id)
+        key = yield from self._plan_revision(user_id)
+        if key is None:  # nothing of the user's is written by a ripple that keeps revisions
+            near.drop(user_id)
+            return False, None
+        found, index = near.part(user_id, key, label)
+        if found:
+            return True, index
+        if not near.steady(user_id, key):
+            return False, None
+        size = near.size(user_id, label)
+        if size is None:  # (counted once: a user who is not admitted is not counted on every search)
+            size = estimate_bytes(int((yield _read(_NEAR_COUNT[label], user=user_id))[0]["n"]),
+                                  self._dims[label] or 1024)
+            near.note_size(user_id, label, size)
+        if not near.admit(user_id, size):
+            return False, None
+        rows = yield _read(_NEAR_LOAD[label], user=user_id)
+        index = VectorIndex.from_rows([(r["id"], cast(bytes, _blob(r["v"])), r.get("s") or ACTIVE) for r in rows])
+        near.put_part(user_id, key, label, index)
+        return True, index
+
+    def _plan_near_search(
+        self, label: Part, user_id: str, vectors: Sequence[Any], k: int, statuses: Sequence[str]
+    ) -> _Plan[list[list[tuple[str, float]]] | None]:
+        """Searches in the near cache (exact, as the embedded store's), or ``None`` when the server must."""
+        if not self._near.enabled:
+            return None
+        cached, index = yield from self._plan_near_part(label, user_id)
+        if not cached:
+            return None
+        return nearest_from(self._near, index, vectors, k, statuses if label == "Memory" else None)
+
     # -- search ------------------------------------------------------------------------------------
     def _plan_nearest(
-        self, label: str, user_id: str, vector: "np.ndarray", k: int, statuses: Sequence[str] = ()
+        self, label: Part, user_id: str, vector: "np.ndarray", k: int, statuses: Sequence[str] = (),
+        near: bool = True,
     ) -> _Plan[list[tuple[str, float]]]:
         if k <= 0:
             return []
+        local = (yield from self._plan_near_search(label, user_id, [vector], k, statuses)) if near else None
+        if local is not None:
+            return local[0]
         import numpy as np
 
         query = np.asarray(vector, dtype=np.float32).tolist()
@@ -1316,7 +1460,7 @@ class _Neo4jCore:
         return _cosine_top(hits, k)
 
     def _plan_nearest_batch(
-        self, label: str, user_id: str, vectors: "np.ndarray", k: int, statuses: Sequence[str] = ()
+        self, label: Part, user_id: str, vectors: "np.ndarray", k: int, statuses: Sequence[str] = ()
     ) -> _Plan[list[list[tuple[str, float]]]]:
         """:meth:`_plan_nearest` for many vectors in one statement (one round trip for a whole ingest
         batch); a vector whose candidates cannot prove the top ``k`` exact is searched on its own."""
@@ -1325,6 +1469,9 @@ class _Neo4jCore:
         vecs = np.asarray(vectors, dtype=np.float32)
         if k <= 0 or len(vecs) == 0:
             return [[] for _ in range(len(vecs))]
+        local = yield from self._plan_near_search(label, user_id, list(vecs), k, statuses)
+        if local is not None:
+            return local
         cypher = _NEAREST[label]
         candidates = max(4 * k, 64)
         params: dict[str, Any] = {"user": user_id, "vectors": vecs.tolist(), "k": int(k), "statuses": list(statuses),
@@ -1343,7 +1490,7 @@ class _Neo4jCore:
         if done is None:
             each = []
             for v in vecs:
-                each.append((yield from self._plan_nearest(label, user_id, v, k, statuses)))
+                each.append((yield from self._plan_nearest(label, user_id, v, k, statuses, near=False)))
             return each
         exact, rows = done
         out: list[list[tuple[str, float]]] = []
@@ -1351,7 +1498,7 @@ class _Neo4jCore:
             hits = row["hits"]
             proven = exact or row["found"] < candidates or (len(hits) >= k and hits[k - 1][1] >= row["floor"])
             if not proven:
-                out.append((yield from self._plan_nearest(label, user_id, vec, k, statuses)))
+                out.append((yield from self._plan_nearest(label, user_id, vec, k, statuses, near=False)))
                 continue
             out.append(_cosine_top(hits, k))
         return out
@@ -1386,8 +1533,22 @@ class _Neo4jCore:
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return {}
-        row = (yield _read(_TOKEN_VECTORS, ids=ids))[0]
-        return {i: bytes(blob) for i, blob in zip(row["ids"], row["blobs"])}
+        near = self._near
+        user = near.owner(ids) if near.enabled else None
+        key = None if user is None else near.entry_key(user)
+        if user is None or key is None:
+            row = (yield _read(_TOKEN_VECTORS, ids=ids))[0]
+            return {i: bytes(blob) for i, blob in zip(row["ids"], row["blobs"])}
+        # the cached ones are good when the user's revision is still the cache's: read both in one statement
+        cached = near.tokens(user, ids)
+        row = (yield _read(_TOKEN_VECTORS_CHECKED, user=user, ids=ids, need=[i for i in ids if i not in cached],
+                           epoch=key[0], rev=key[1]))[0]
+        fetched = {i: bytes(blob) for i, blob in zip(row["ids"], row["blobs"])}
+        if not row["current"]:  # everything was read: the cache is behind (or the user is gone)
+            near.part(user, (str(row["epoch"]), int(row["rev"])) if row["found"] else None, "Memory")
+            return fetched
+        near.put_tokens(user, key, fetched)
+        return {i: got for i in ids if (got := cached.get(i) or fetched.get(i)) is not None}
 
     # -- documents ---------------------------------------------------------------------------------
     def _plan_get_document(self, user_id: str, key: str) -> _Plan[tuple[int, str, float] | None]:
@@ -1515,6 +1676,8 @@ class _Neo4jCore:
             keys = list(rows[0].keys()) if rows else []
             return keys, [[_plain(v) for v in r.values()] for r in rows]
 
+        if write:  # a query may change anything without touching revisions: forget what this process keeps
+            self._near.clear()
         return (yield _Tx(write, body))
 
 
@@ -1555,6 +1718,9 @@ class Neo4jStore(_Neo4jCore):
         Credentials (``RIPPLE_NEO4J_USER`` / ``RIPPLE_NEO4J_PASSWORD`` in settings).
     database:
         Database name; the server's default database when ``None``.
+    near_cache_mb:
+        How many MB of hot users' vectors this process keeps to search them itself
+        (:mod:`graphstore.nearcache`; ``RIPPLE_NEO4J_NEAR_CACHE_MB``); 0 searches on the server.
     **driver_options:
         Passed to ``neo4j.GraphDatabase.driver`` (timeouts, pool size, TLS).
 
@@ -1574,10 +1740,11 @@ class Neo4jStore(_Neo4jCore):
 
     def __init__(
         self, uri: str, *, user: str = "neo4j", password: str | None = None, database: str | None = None,
-        retry_seconds: float = 8.0, maintenance: bool = False, warm_up: bool = True, **driver_options: Any,
+        retry_seconds: float = 8.0, maintenance: bool = False, warm_up: bool = True,
+        near_cache_mb: float = DEFAULT_BUDGET_MB, **driver_options: Any,
     ) -> None:
         super().__init__(uri, user=user, password=password, database=database, retry_seconds=retry_seconds,
-                         maintenance=maintenance)
+                         maintenance=maintenance, near_cache_mb=near_cache_mb)
         import neo4j
 
         options = self._driver_defaults(driver_options, self._retry.seconds)
@@ -1803,10 +1970,11 @@ class AsyncNeo4jStore(_Neo4jCore):
 
     def __init__(
         self, uri: str, *, user: str = "neo4j", password: str | None = None, database: str | None = None,
-        retry_seconds: float = 8.0, maintenance: bool = False, warm_up: bool = True, **driver_options: Any,
+        retry_seconds: float = 8.0, maintenance: bool = False, warm_up: bool = True,
+        near_cache_mb: float = DEFAULT_BUDGET_MB, **driver_options: Any,
     ) -> None:
         super().__init__(uri, user=user, password=password, database=database, retry_seconds=retry_seconds,
-                         maintenance=maintenance)
+                         maintenance=maintenance, near_cache_mb=near_cache_mb)
         import neo4j
 
         options = self._driver_defaults(driver_options, self._retry.seconds)

@@ -304,7 +304,12 @@ class GraphStoreConformance:
             return  # optional capability: the engine falls back to nearest_memories
         vecs = np.vstack([unit_vector(1, 0), unit_vector(0, 1)])
         got = store.nearest_memories_batch("u1", vecs, 2)
-        assert got == [store.nearest_memories("u1", v, 2) for v in vecs]
+        one_by_one = [store.nearest_memories("u1", v, 2) for v in vecs]
+        # (the same hits; scores up to float rounding: a server store may answer one call itself and the
+        # next from its near cache)
+        assert [[i for i, _ in hits] for hits in got] == [[i for i, _ in hits] for hits in one_by_one]
+        assert [[s for _, s in hits] for hits in got] == [pytest.approx([s for _, s in hits], abs=1e-6)
+                                                          for hits in one_by_one]
 
     def test_has_memories(self, store: GraphStore) -> None:
         assert not store.has_memories("u1")

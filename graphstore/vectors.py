@@ -77,6 +77,13 @@ class VectorIndex:
         return int(self._buf.shape[1])
 
     @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays, spare capacity included, and of the float16 copy a search of this many
+        rows keeps (counted before the first search makes it)."""
+        half = self._buf.shape[0] * self.dim * 2 if self._half is not None or self._n >= HALF_PRECISION_MIN_ROWS else 0
+        return int(self._buf.nbytes + self._codes.nbytes + half)
+
+    @property
     def matrix(self) -> "np.ndarray":
         """The live float32 rows (a view; do not keep it across writes)."""
         return self._buf[: self._n]

@@ -45,6 +45,12 @@ class RippleSettings(BaseSettings):
         default=8.0, ge=0.0, le=600.0,
         description="how long a call retries an unreachable or failing Neo4j server before StoreUnavailable",
     )
+    neo4j_near_cache_mb: float | None = Field(
+        default=None, ge=0.0,
+        description="MB of Neo4j users' vectors this process keeps to search them itself, exactly and in one"
+                    " small round trip (hot users; checked against the server's revision of the user on every"
+                    " search; graphstore.nearcache); 0 searches on the server; default 512",
+    )
 
     def store_uri(self) -> str:
         """The URI of the store these settings name."""
@@ -55,4 +61,4 @@ class RippleSettings(BaseSettings):
         from graphstore import Credentials
 
         return {"credentials": Credentials(self.neo4j_user, self.neo4j_password, self.neo4j_database),
-                "retry_seconds": self.neo4j_retry_seconds}
+                "retry_seconds": self.neo4j_retry_seconds, "near_cache_mb": self.neo4j_near_cache_mb}

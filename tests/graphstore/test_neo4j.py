@@ -93,6 +93,20 @@ class TestNeo4jStore(GraphStoreConformance):
         return connect
 
 
+class TestNeo4jStoreWithoutNearCache(GraphStoreConformance):
+    """The server's own searches, as every search ran before the near cache (``near_cache_mb=0``)."""
+
+    @pytest.fixture
+    def store(self, clean: Any) -> Iterator[GraphStore]:
+        s = connect(near_cache_mb=0)
+        yield s
+        s.close()
+
+    @pytest.fixture
+    def reopen(self) -> Callable[[], GraphStore]:
+        return lambda: connect(near_cache_mb=0)
+
+
 class TestAsyncNeo4jStore(GraphStoreConformance):
     @pytest.fixture
     def store(self, clean: Any) -> Iterator[GraphStore]:
@@ -252,7 +266,7 @@ def test_small_user_in_a_large_store_is_found_exactly(clean: Any, monkeypatch: p
     rng = np.random.default_rng(3)
     big = rng.standard_normal((1_500, 8)).astype(np.float32)
     big /= np.linalg.norm(big, axis=1, keepdims=True)
-    store = connect()
+    store = connect(near_cache_mb=0)  # (the server's searches: a near cache would search exactly)
     try:
         store.write(WriteBatch(memories=[make_memory(f"m_big_{j}", user="big", vec=big[j], terms=("x",))
                                          for j in range(len(big))]))
@@ -518,7 +532,7 @@ def test_batch_search_through_the_vector_index_matches_single_searches(clean: An
     rng = np.random.default_rng(7)
     vecs = rng.normal(size=(60, 8)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    store = connect()
+    store = connect(near_cache_mb=0)  # (the server's searches: a near cache would search exactly)
     try:
         store.write(WriteBatch(
             memories=[make_memory(f"m_{j:02d}", vec=vecs[j], status=INVALIDATED if j % 7 == 0 else ACTIVE)

@@ -1,0 +1,293 @@
+"""The Neo4j store's near cache (graphstore.nearcache) against a real server: searches from this
+process's copy of a user's vectors stay coherent with every write of another store object (another
+client with its own cache) and of another process, give what the server's searches give, and stay
+within their budget.
+
+The server is ``$RIPPLE_TEST_NEO4J_URI`` as in ``test_neo4j.py``; every test starts and ends with an
+empty database.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from graphstore.neo4j import AsyncNeo4jStore, Neo4jStore
+from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
+from graphstore.records import StoredMemory, WriteBatch
+from graphstore.testing import DIM, make_entity, make_memory
+from tests.graphstore.test_neo4j import PASSWORD, URI, clean, driver  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.neo4j
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def connect(**options: Any) -> Neo4jStore:
+    return Neo4jStore(URI, password=PASSWORD, **options)
+
+
+def vectors(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def tokens(value: int) -> bytes:
+    return np.full((2, DIM), value, dtype=np.int8).tobytes()
+
+
+def memory(mid: str, vec: np.ndarray, *, user: str = "u1", status: str = ACTIVE, tv: int = 1) -> StoredMemory:
+    return dataclasses.replace(make_memory(mid, user=user, vec=vec, status=status), token_vectors=tokens(tv))
+
+
+def same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
+    """The same ids in the same order, the same scores up to the server's float arithmetic."""
+    return [i for i, _ in a] == [i for i, _ in b] and all(abs(x - y) < 1e-5 for (_, x), (_, y) in zip(a, b))
+
+
+def test_another_clients_writes_are_seen_at_the_next_search(clean: Any) -> None:
+    """A (cached) sees every acknowledged write of B (its own cache) at its next search: adds, rewrites,
+    status changes, deletions, a deleted user written again; and answers as a store without a cache."""
+    a, b, plain = connect(), connect(), connect(near_cache_mb=0)
+    vecs = vectors(40, 1)
+    q = vecs[0] + 0.1 * vecs[1]
+    q /= np.linalg.norm(q)
+    try:
+        b.write(WriteBatch(memories=[memory(f"m_{j:02d}", vecs[j]) for j in range(30)],
+                           entities=[make_entity(f"e_{j}", key=f"k{j}", vec=vecs[j]) for j in range(5)]))
+
+        def check(statuses: tuple[str, ...] = (ACTIVE,)) -> list[tuple[str, float]]:
+            got = a.nearest_memories("u1", q, 10, statuses=statuses)
+            assert same(got, plain.nearest_memories("u1", q, 10, statuses=statuses))
+            assert same(a.nearest_entities("u1", q, 3), plain.nearest_entities("u1", q, 3))
+            return got
+
+        assert same(check(), check())  # (a user is loaded at its second search at one revision)
+        first = check()
+        assert first[0][0] == "m_00" and a._near.users() == ["u1"]
+        loads = a._near.loads
+        assert check() == first and a._near.loads == loads  # (served from the cache: nothing reloaded)
+        assert a.token_vectors(["m_00", "m_01"]) == {"m_00": tokens(1), "m_01": tokens(1)}
+
+        b.write(WriteBatch(memories=[memory("m_new", q)]))  # an add
+        assert check()[0] == ("m_new", pytest.approx(1.0, abs=1e-6))
+        b.write(WriteBatch(memories=[memory("m_new", -q, tv=5)]))  # a rewrite: new vector, new token vectors
+        assert "m_new" not in [i for i, _ in check()]
+        assert a.token_vectors(["m_new", "m_00"]) == {"m_new": tokens(5), "m_00": tokens(1)}
+        b.set_status(["m_00"], SUPERSEDED)  # a status change
+        assert "m_00" not in [i for i, _ in check()]
+        assert "m_00" in [i for i, _ in check((ACTIVE, SUPERSEDED))]
+        b.delete_memories(["m_01"])  # a deletion
+        assert "m_01" not in [i for i, _ in check((ACTIVE, SUPERSEDED, INVALIDATED))]
+        assert a.token_vectors(["m_01"]) == {}
+        b.write(WriteBatch(entities=[make_entity("e_q", key="kq", vec=q)]))  # an entity
+        assert check()  # (check compares the entities too)
+        assert a.nearest_entities("u1", q, 1)[0][0] == "e_q"
+
+        b.delete_user("u1")
+        assert a.nearest_memories("u1", q, 10) == [] and a.nearest_entities("u1", q, 3) == []
+        assert a.token_vectors(["m_02"]) == {}
+        # the user again, with as many writes as before the deletion (a revision must never repeat)
+        b.write(WriteBatch(memories=[memory("m_again", vecs[2])]))
+        assert [i for i, _ in check()] == ["m_again"]
+    finally:
+        a.close()
+        b.close()
+        plain.close()
+
+
+def test_another_process_writes_are_seen(clean: Any) -> None:
+    """The same with a real second process: what it wrote and deleted is what the next search sees."""
+    a = connect()
+    vecs = vectors(12, 2)
+    try:
+        a.write(WriteBatch(memories=[memory(f"m_{j}", vecs[j]) for j in range(10)]))
+        for _ in range(2):
+            assert [i for i, _ in a.nearest_memories("u1", vecs[3], 1)] == ["m_3"]
+        assert a._near.users() == ["u1"]
+        script = f"""
+import numpy as np
+from graphstore.neo4j import Neo4jStore
+from graphstore.records import WriteBatch
+from graphstore.testing import make_memory
+s = Neo4jStore({URI!r}, password={PASSWORD!r})
+s.write(WriteBatch(memories=[make_memory("m_other", vec=np.array({vecs[11].tolist()!r}, dtype=np.float32))]))
+s.delete_memories(["m_3"])
+s.close()
+"""
+        subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=True, timeout=120,
+                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        assert [i for i, _ in a.nearest_memories("u1", vecs[11], 1)] == ["m_other"]
+        assert "m_3" not in [i for i, _ in a.nearest_memories("u1", vecs[3], 10)]
+    finally:
+        a.close()
+
+
+def test_own_writes_update_the_cache_in_place(clean: Any) -> None:
+    """This process's writes (adds, rewrites, statuses) change its cached vectors without a reload."""
+    a = connect()
+    vecs = vectors(30, 3)
+    try:
+        a.write(WriteBatch(memories=[memory(f"m_{j:02d}", vecs[j]) for j in range(20)]))
+        for _ in range(2):
+            a.nearest_memories("u1", vecs[0], 5)
+            a.nearest_entities("u1", vecs[0], 5)
+        loads = a._near.loads
+        assert loads == 2
+        a.write(WriteBatch(memories=[memory(f"m_{j:02d}", vecs[j]) for j in range(20, 30)],
+                           entities=[make_entity("e_a", key="ka", vec=vecs[25])]))
+        assert a.nearest_memories("u1", vecs[25], 1)[0][0] == "m_25"
+        assert a.nearest_entities("u1", vecs[25], 1)[0][0] == "e_a"
+        a.set_status(["m_25"], INVALIDATED)
+        assert a.nearest_memories("u1", vecs[25], 1)[0][0] != "m_25"
+        a.write(WriteBatch(memories=[memory("m_25", vecs[3], tv=9)]))  # (active again, another vector)
+        assert [i for i, _ in a.nearest_memories("u1", vecs[3], 2)] in (["m_03", "m_25"], ["m_25", "m_03"])
+        assert a._near.loads == loads
+        assert a.token_vectors(["m_25"]) == {"m_25": tokens(9)}
+    finally:
+        a.close()
+
+
+def test_concurrent_writers_never_lose_a_revision(clean: Any) -> None:
+    """Each write bumps the user's revision once, however many clients write at the same time."""
+    stores = [connect(near_cache_mb=0) for _ in range(4)]
+    vecs = vectors(40, 4)
+    try:
+        stores[0].write(WriteBatch(memories=[memory("m_first", vecs[0])]))
+        (before,) = stores[0].cypher("MATCH (x:Lexicon {user_id: 'u1'}) RETURN x.rev")[1][0]
+
+        def work(n: int) -> None:
+            for j in range(8):
+                stores[n].write(WriteBatch(memories=[memory(f"m_{n}_{j}", vecs[n * 8 + j])]))
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        (after,) = stores[0].cypher("MATCH (x:Lexicon {user_id: 'u1'}) RETURN x.rev")[1][0]
+        assert after - before == 32
+    finally:
+        for s in stores:
+            s.close()
+
+
+def _size_of(store: Neo4jStore, user: str) -> int:
+    size = store._near.size(user, "Memory")
+    assert size is not None
+    return size
+
+
+def test_lru_by_bytes_admits_the_more_used_user(clean: Any) -> None:
+    """With room for one user: a user searched less often than the cached one is served by the server
+    (correctly) and does not evict it; once searched more often, it takes the place."""
+    vecs = vectors(60, 5)
+    writer = connect(near_cache_mb=0)
+    writer.write(WriteBatch(memories=[memory(f"m_a{j}", vecs[j], user="a") for j in range(30)]
+                 + [memory(f"m_b{j}", vecs[30 + j], user="b") for j in range(30)]))
+    probe = connect()
+    for _ in range(2):
+        probe.nearest_memories("a", vecs[0], 1)
+    one_user = _size_of(probe, "a")
+    probe.close()
+    a = connect(near_cache_mb=1.5 * one_user / 2**20)
+    try:
+        for _ in range(3):
+            assert a.nearest_memories("a", vecs[0], 1)[0][0] == "m_a0"
+        assert a._near.users() == ["a"]
+        assert a.nearest_memories("b", vecs[31], 1)[0][0] == "m_b1"  # from the server
+        assert a._near.users() == ["a"]
+        for _ in range(4):
+            assert a.nearest_memories("b", vecs[32], 1)[0][0] == "m_b2"
+        assert a._near.users() == ["b"]
+        assert a._near.nbytes <= a._near.budget
+        assert a.nearest_memories("a", vecs[5], 1)[0][0] == "m_a5"
+        # token vectors fill what is left and give way first
+        a.token_vectors([f"m_b{j}" for j in range(30)])
+        assert a._near.nbytes <= a._near.budget
+    finally:
+        a.close()
+        writer.close()
+
+
+def test_a_user_another_process_writes_all_the_time_is_not_reloaded_each_search(clean: Any) -> None:
+    """Between every two searches another client writes: the user stays on the server's searches."""
+    a, b = connect(), connect()
+    vecs = vectors(30, 9)
+    try:
+        b.write(WriteBatch(memories=[memory(f"m_{j}", vecs[j]) for j in range(10)]))
+        for j in range(10, 20):
+            assert a.nearest_memories("u1", vecs[j - 1], 1)[0][0] == f"m_{j - 1}"
+            b.write(WriteBatch(memories=[memory(f"m_{j}", vecs[j])]))
+        assert a._near.loads == 0
+        for _ in range(2):  # quiet again: loaded at the second search
+            assert a.nearest_memories("u1", vecs[19], 1)[0][0] == "m_19"
+        assert a._near.loads == 1
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_user_bigger_than_the_budget_is_searched_on_the_server(clean: Any) -> None:
+    vecs = vectors(30, 6)
+    a = connect(near_cache_mb=0.001)
+    try:
+        a.write(WriteBatch(memories=[memory(f"m_{j}", vecs[j]) for j in range(30)]))
+        assert a.nearest_memories("u1", vecs[7], 1)[0][0] == "m_7"
+        assert a._near.users() == [] and a._near.nbytes == 0
+    finally:
+        a.close()
+
+
+def test_disabled_cache_keeps_nothing(clean: Any) -> None:
+    a = connect(near_cache_mb=0)
+    vecs = vectors(10, 7)
+    try:
+        a.write(WriteBatch(memories=[memory(f"m_{j}", vecs[j]) for j in range(10)]))
+        assert a.nearest_memories("u1", vecs[4], 1)[0][0] == "m_4"
+        assert a.token_vectors(["m_4"]) == {"m_4": tokens(1)}
+        assert not a._near.enabled and a._near.users() == [] and a._near.loads == 0
+    finally:
+        a.close()
+
+
+@pytest.mark.anyio
+async def test_async_store_shares_the_cache_plans(clean: Any) -> None:
+    vecs = vectors(10, 8)
+    a = AsyncNeo4jStore(URI, password=PASSWORD)
+    b = connect()
+    try:
+        await a.write(WriteBatch(memories=[memory(f"m_{j}", vecs[j]) for j in range(10)]))
+        for _ in range(2):
+            assert (await a.nearest_memories("u1", vecs[4], 1))[0][0] == "m_4"
+        assert a._near.users() == ["u1"]
+        b.delete_memories(["m_4"])
+        assert (await a.nearest_memories("u1", vecs[4], 1))[0][0] != "m_4"
+    finally:
+        await a.aclose()
+        b.close()
+
+
+def test_the_setting_reaches_the_store(clean: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``RIPPLE_NEO4J_NEAR_CACHE_MB`` (settings) and ``open_store(near_cache_mb=...)`` size the cache."""
+    from graphstore import Credentials, open_store
+    from ripple import RippleSettings
+
+    monkeypatch.setenv("RIPPLE_NEO4J_NEAR_CACHE_MB", "0")
+    off = open_store(URI, **RippleSettings(neo4j_password=PASSWORD).store_options())
+    on = open_store(URI, credentials=Credentials(password=PASSWORD), near_cache_mb=3)
+    default = open_store(URI, credentials=Credentials(password=PASSWORD))
+    try:
+        assert isinstance(off, Neo4jStore) and not off._near.enabled
+        assert isinstance(on, Neo4jStore) and on._near.budget == 3 * 2**20
+        assert isinstance(default, Neo4jStore) and default._near.budget == 512 * 2**20
+    finally:
+        for s in (off, on, default):
+            s.close()
