@@ -161,7 +161,7 @@ def _value_change(old: Frame, new: Frame, marked: bool) -> tuple[Slot | None, Sl
     if same_kind:
         return same_kind[-1], vn, [s for s in old_free if s is not same_kind[-1]], []
     if marked:  # "I quit Initech and joined Globex": the old value is named again, as the one left
-        restated = [s for s in old_shared if _kind(s) & _kind(vn)]
+        restated = [s for s in old_shared if _comparable(s, vn, new.strong)]  # ("Max" a person, "Leo" a proper noun)
         if restated:
             return restated[-1], vn, old_free, []
     return None, None, old_free, new_free
