@@ -662,12 +662,17 @@ def _named_values(ex: Extraction, full: str, offset: int, typed: list[Value], sp
 
 
 _SENTENCE_END = ".!?。！？\n"
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", _F)
+# a word after which a name is an object or a conjunct, not someone spoken to
+_BEFORE_OBJECT = re.compile(r"\b(?:to|with|and|or|than|for|from|by|of|at|meet|met|tell|told|ask|asked|call|called"
+                            r"|like|love|miss|see|saw|is|was|are|were)\s*$", _F)
 
 
 def _vocative(full: str, v: Value, offset: int, lang: str) -> bool:
     """Whether a person's name is who is spoken to, not a value: set off by punctuation at the start of
     a sentence, or after greeting words only ("Go Jon!", "Wow Jon, same here", "老周，..."), or after a
-    comma at the end of a short sentence ("Thanks, Caroline!", "Good to hear, Mel.")."""
+    comma at the end of a short sentence ("Thanks, Caroline!", "Good to hear, Mel."), or set off by a
+    comma or "!" at the end of a clause that speaks to "you" ("Sorry about your job Jon, but ...")."""
     if v.kind not in (PERSON, PROPER):
         return False
     start = max([offset, *(full.rfind(c, offset, v.start) + 1 for c in _SENTENCE_END)])
@@ -677,6 +682,8 @@ def _vocative(full: str, v: Value, offset: int, lang: str) -> bool:
     lead = [w.lower() for w in lead if w.strip() and any(ch.isalnum() for ch in w)]
     if all(w in _VOCATIVE_LEADS for w in lead) and (not nxt or nxt in ",!?，！？"):
         return True  # "Go Jon!", "Wow Jon, same here", "老周，周报改成周四交了"
+    if nxt in (",", "!") and _SECOND_PERSON.search(before) and not _BEFORE_OBJECT.search(before):
+        return True  # "Sorry about your job Jon, but ...", "See you tomorrow Mel!": said to the one addressed
     if not before.rstrip().endswith((",", "，")):
         return False
     return nxt in ("!", "?", "！", "？") or ((not nxt or nxt in ".。") and len(lead) <= 4)

@@ -96,7 +96,7 @@ def test_masked_clause_hides_values(extractor) -> None:
 
 @pytest.mark.parametrize("text", [
     "Gina: Go Jon! Obstacles are inevitable.", "Gina: Wow Jon, same here!", "Thanks, Caroline!",
-    "Good to hear, Mel.", "老周，你好！",
+    "Good to hear, Mel.", "老周，你好！", "Gina: Sorry about your job Jon, but starting your own business sounds awesome!",
 ])
 def test_a_name_said_to_someone_is_no_value(extractor, text: str) -> None:
     """A vocative says who is spoken to, not what is said (a LoCoMo turn "Go Jon!" was read as a new
@@ -106,7 +106,7 @@ def test_a_name_said_to_someone_is_no_value(extractor, text: str) -> None:
 
 def test_a_name_that_is_said_about_stays_a_value(extractor) -> None:
     for text in ("Maya took over as owner of the billing service.", "Our contact there is Ben Torres now.",
-                 "The new designer is Maya, she starts on Monday."):
+                 "The new designer is Maya, she starts on Monday.", "Did you know your tutor is Jon, by the way."):
         assert [s for f in frames_of(extractor.extract(text)) for s in f.slots if s.kinds & {"person", "proper"}], text
 
 
