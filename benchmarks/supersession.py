@@ -54,10 +54,14 @@ from typing import Any, Iterable, Sequence
 
 from benchmarks.datasets import PROJECT_ROOT, default_data_dir
 
-__all__ = ["Item", "Turn", "Outcome", "load_items", "ingest", "score", "summarise", "markdown", "register", "run"]
+__all__ = ["SPLITS", "Item", "Turn", "Outcome", "load_items", "ingest", "score", "summarise", "markdown", "register", "run"]
 
 USER = "u"
 MODES = ("sequential", "batch")
+#: The splits of the labelled set: ``dev`` (the rules were written against it), ``dev2`` (written after
+#: them, in phrasings they did not know; developed against once its errors were read), ``heldout``
+#: (scored, never tuned on).
+SPLITS = ("dev", "dev2", "heldout")
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +247,9 @@ def _orders(item: Item, mode: str) -> list[list[int]]:
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, default=None,
                         help="the labelled set (default: <data dir>/supersession/supersession-dev.json)")
-    parser.add_argument("--split", choices=("dev", "heldout", "all"), default="dev")
+    parser.add_argument("--split", choices=(*SPLITS, "all"), default="dev",
+                        help="dev: developed against; dev2: written later, phrasings the rules did not know; "
+                             "heldout: scored once")
     parser.add_argument("--lang", choices=("en", "zh", "all"), default="all")
     parser.add_argument("--classes", default="", help="comma-separated classes to run (default: all)")
     parser.add_argument("--batch-all", action="store_true",

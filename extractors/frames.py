@@ -33,6 +33,17 @@ change marker, with
   class, for a similarity that does not see the values.
 * ``addition`` -- an addition marker in the clause ("also", "too", "as well",
   "a second", "也", "还", "又"): a new value that adds to the old ones.
+* ``running`` -- the clause states a running amount: what was spent, used or
+  booked so far, or what is left ("we've spent 6,000 so far", "已经花了四千",
+  "还剩三百").  A running amount is measured against a limit ("the budget is
+  15,000", "最多两百人"); it is not the limit, and a statement of the one
+  never replaces a statement of the other.
+* ``limit`` -- the clause names a limit ("budget", "capped at", "quota",
+  "预算", "上限", "最多"): "The conference is capped at 200" and "130 are
+  registered" are two statements, whatever their numbers.
+
+A name that is who is spoken to, not what is said ("Go Jon!", "Wow Jon, same
+here", "Thanks, Caroline!", "老周，..."), is a vocative: no value.
 
 and the text's change markers ("moved to", "took over", "no longer", "now",
 "instead", "改到", "搬到", "换成", "不再"...), which raise the confidence of an
@@ -126,6 +137,10 @@ class Frame:
     context: frozenset[tuple[str, str]] = frozenset()  # (kind, value) of every value of the text
     text_words: frozenset[str] = frozenset()  # the content words of the whole text
     denied: frozenset[str] = frozenset()  # values the text negates ("won't make June 30", "not 8", "不是14号")
+    running: bool = False  # the clause states an amount so far or left ("spent 6,000 so far", "已经花了四千", "还剩三百")
+    limit: bool = False  # the clause names a limit ("budget", "capped at", "quota", "预算", "上限", "最多")
+    names: frozenset[str] = frozenset()  # words of the names that qualify a noun in the clause ("the Lisbon office")
+    text_names: frozenset[str] = frozenset()  # words of every name of the text, qualifying or a value
 
 
 # --------------------------------------------------------------------------- English values
@@ -231,7 +246,9 @@ _ZH_NEEDLES: tuple[tuple[str, ...], ...] = (
 # the change ("moved to", "took over", "改到"); weak ones only say that this is the current value
 # ("now", "new", "现在"), which chat says all the time: they count for a changed typed value only.
 _STRONG_EN = re.compile(
-    r"\b(?:from\s+now\s+on|no\s+longer|any\s*more|instead|changed|changing|moved?|moving|moves|push(?:ed|ing)"
+    r"\b(?:from\s+now\s+on|no\s+longer|any\s*more|instead|change\s+of\s+plans?|changed|changing|moved?|moving|moves"
+    r"|push(?:ed|ing|es)?(?=\s+(?:\w+\s+){0,4}?(?:to|back|out)\b)|push(?:ed|ing)|reschedule[sd]?|delays?|raises?"
+    r"|stepped\s+down|resigned|retired|left\s+(?:the|our|my|his|her|their)\s+(?:company|team|firm|job|group|project)"
     r"|slipp(?:ed|ing)|slid|shift(?:ed|ing|s)|switch(?:ed|ing|es)?(?!\s+(?:off|on)\b)|swapp(?:ed|ing)|swap|replac(?:ed|ing|es)"
     r"|took\s+over|tak(?:e|es|ing)\s+over|taken\s+over|handed\s+over|reschedul(?:ed|ing)|postpon(?:ed|ing)"
     r"|delay(?:ed|ing)|extend(?:ed|ing)|brought\s+forward|moved\s+up|pulled\s+in|rais(?:ed|ing)|increas(?:ed|ing)"
@@ -239,11 +256,11 @@ _STRONG_EN = re.compile(
     r"|fell|fallen|cut|reduc(?:ed|ing)|lower(?:ed|ing)|decreas(?:ed|ing)|relocat(?:ed|ing)|joined|quit|promoted"
     r"|transferred|upgraded|downgraded|renamed|sold|make\s+(?:it|that)(?=\s+(?:[$€£¥\d]|(?-i:[A-Z])|(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b))|after\s+all|correction|my\s+(?:mistake|bad)|misspoke"
     r"|mistyped|typo|i\s+meant|i\s+was\s+wrong)\b", _F)
-_WEAK_EN = re.compile(r"\b(?:now|new|newly|latest|update[sd]?|revised|starting|effective|as\s+of|going\s+forward"
-                      r"|got\s+(?:moved|pushed|changed|bumped|cut|raised)|(?:is|are)\s+(?:at|up\s+to|down\s+to)(?=\s+\d))\b", _F)
+_WEAK_EN = re.compile(r"\b(?:now|new|newly|latest|update[sd]?|revised|starting|effective|as\s+of|going\s+forward|final"
+                      r"|got\s+(?:moved|pushed|changed|bumped|cut|raised)|(?:is|are|'s|'re)\s+(?:at|up\s+to|down\s+to)(?=\s+\d))\b", _F)
 _STRONG_ZH = re.compile(
     r"改到|改成|改为|改在|改约|改签|改由|换成|换到|换了|换号|换人|换邮箱|搬到|搬去|搬了|挪到|推迟|延期|延到|延迟|延误|提前|调到|调成"
-    r"|调整|涨到|涨价|加到|扩到|降到|减到|砍到|压到|变成|变为|不再|接手|接任|离职|跳槽|转岗|转学|迁到|升级|定在"
+    r"|调整|涨到|涨价|加到|扩到|降到|减到|砍到|压到|变成|变为|不再|接手|接任|离职|跳槽|转岗|转学|迁到|升级|定在|调走|辞职|退休"
     r"|不对|错了|口误|更正|纠正|我是说|我的意思是")
 _WEAK_ZH = re.compile(r"现在|已经|以后|起|新|更新|最后|最终|涨了|降了|了$|了[。！!]")
 _CHANGE_EN = re.compile(f"{_STRONG_EN.pattern}|{_WEAK_EN.pattern}", _F)
@@ -269,6 +286,19 @@ _SAME_ZH = re.compile(r"没变|不变|没有变|没改|没有改|照旧|照常|�
 # Addition markers: the new value adds to the old ones ("I also speak Portuguese").
 _ADDITION_EN = re.compile(r"\b(?:also|too|as\s+well|another|second|additionally|in\s+addition|both|more)\b", _F)
 _ADDITION_ZH = re.compile(r"也|还(?!是|在)|又|另外|另一|再")
+# Running amounts: consumed, accumulated or left so far, measured against a limit (see ``Frame.running``).
+_RUNNING_EN = re.compile(
+    r"\b(?:spent|burn(?:ed|t|ing)\s+through|used\s+up|us(?:ed|ing)(?!\s+to\b)|consumed|so\s+far|to\s+date"
+    r"|remaining|(?:have|has|had|'ve)\b[^.;!?]{0,40}\bleft)\b", _F)
+_RUNNING_ZH = re.compile(r"花了|花掉|花费了|用了|用掉|用去|休了|消耗了|调用了|还剩|剩下|剩余|到现在|到目前为止|迄今|截至目前|累计")
+# Limits: the most that may be spent, used or booked ("budget", "cap", "quota", "预算", "上限", "最多"); a
+# statement of a limit and one of an amount measured against it are two statements (see ``Frame.limit``).
+_LIMIT_EN = re.compile(r"\b(?:budget|budgets|cap|caps|capped|limit|limits|limited|quota|allowance|max|maximum|ceiling)\b", _F)
+_LIMIT_ZH = re.compile(r"预算|上限|最多|限额|额度|封顶|最高|容纳")
+# Words that may stand before a name said to someone: "Go Jon!", "Wow Jon, same here", "Good luck, Mel".
+_VOCATIVE_LEADS = CHAT_WORDS | frozenset(
+    "hey hi hello dear thanks thank wow yay aw aww ugh omg go good great awesome nice well done luck morning"
+    " night evening afternoon happy birthday love you ah oh haha lol 嗨 哈喽 哇 加油 亲爱的 哎 喂".split())
 _NEGATION_EN = re.compile(r"\b(?:not|never|no|isn't|aren't|wasn't|won't|don't|doesn't|didn't|n't)\b", _F)
 _NEGATION_ZH = re.compile(r"不是|不在|没有|没|不")
 # Words that tell which version of a thing, not which thing: "the new budget" is the budget.
@@ -276,7 +306,9 @@ _VERSION_WORDS = frozenset("new current updated revised final latest official ol
 _GENERIC_EN = frozenset(
     "people person thing time day week month year number one lot bit way now same usual".split()
 )
-_GENERIC_ZH = frozenset("时间 时候 东西 事情 事 问题 人 个 位 一下 现在 那边 这边 那家 这家 全部 所有 整个 一些 这些 那些 大家 目前 之后 以后 之前 以前".split())
+_GENERIC_ZH = frozenset("时间 时候 东西 事情 事 问题 人 个 位 一下 现在 那边 这边 那家 这家 全部 所有 整个 一些 这些 那些 大家 目前 之后 以后 之前 以前"
+                        # adverbs of quantity qualify the number, not the thing counted ("一共六十个人")
+                        " 一共 总共 总计 大概 大约 左右 差不多".split())
 # People a possessive names instead of the speaker: "my sister lives in Porto" is about the sister.
 _RELATIONS_EN = frozenset(
     """mother mom mum father dad parents parent sister sisters brother brothers sibling siblings wife husband spouse
@@ -294,7 +326,7 @@ _POSSESSIVE_EN = re.compile(r"\b(?:my|our)\s+(\w+)", _F)
 _POSSESSIVE_ZH = re.compile(r"(?:我们|我)的?(" + "|".join(sorted(_RELATIONS_ZH, key=len, reverse=True)) + ")")
 _CLAUSE_EN = re.compile(
     r"[;!?\n()\[\]\"“”]|\.(?=\s|$)|,\s+|\s[-—–]\s|—"
-    r"|\s(?=(?:because|since|so|but|although|though|while|whereas|when|unless|until)\s)"
+    r"|\s(?=(?:because|since|so(?!\s+far\b)|but|although|though|while|whereas|when|unless|until)\s)"
     r"|\s(?=(?:after|before)\s+(?:the|a|an|we|i|he|she|they|it|our|my|their|his|her|you)\s)", _F)
 _CLAUSE_ZH = re.compile(r"[，。！？；：、,!?;:\n（）()\[\]【】]|(?=因为|所以|但是|不过|可是|然后|而且)|(?<=之后|以后)")
 
@@ -582,7 +614,7 @@ def _sentence_initial(full: str, pos: int, offset: int) -> bool:
 
 
 def _named_values(ex: Extraction, full: str, offset: int, typed: list[Value], speaker: str | None,
-                  lang: str) -> tuple[list[Value], list[Value], list[tuple[int, int]]]:
+                  lang: str) -> tuple[list[Value], list[Value], list[tuple[int, int]], list[tuple[int, int]]]:
     """Names that are values, the typed values left, and the spans of the noun and name mentions that
     are not values (their words are the frame's nominal words).
 
@@ -592,6 +624,7 @@ def _named_values(ex: Extraction, full: str, offset: int, typed: list[Value], sp
     "I work at X") is a name even when the tagger missed it ("字节跳动")."""
     names: list[Value] = []
     nominal: list[tuple[int, int]] = []
+    qualifying: list[tuple[int, int]] = []  # names that qualify a noun ("the Lisbon office")
     chunks = [(e.start, e.end) for e in ex.entities if e.label not in _NAMED_LABELS and e.label != "DATE"
               and e.start >= offset and e.end > e.start]
     heads_named = {(a, b): any(n.start < b and b <= n.end for n in ex.entities if n.label in _NAMED_LABELS)
@@ -609,9 +642,10 @@ def _named_values(ex: Extraction, full: str, offset: int, typed: list[Value], sp
         inside = [c for c in chunks if c[0] <= e.start and e.end <= c[1] and (c[1] - c[0]) > (e.end - e.start)]
         if any(not heads_named[c] for c in inside):
             nominal.append((e.start, e.end))
+            qualifying.append((e.start, e.end))
             continue
         typed = [v for v in typed if v not in inner]
-        weak = e.label == "PROPN" and _sentence_initial(full, e.start, offset)
+        weak = e.label == "PROPN" and lang != "zh" and _sentence_initial(full, e.start, offset)  # (no capitals in Chinese)
         kind = PERSON if e.label == "PERSON" else PROPER if e.label in ("PROPN", "MISC") else NAME
         names.append(Value(kind, e.key, e.start, e.end, full[e.start:e.end], weak))
     low = full.lower()
@@ -623,8 +657,37 @@ def _named_values(ex: Extraction, full: str, offset: int, typed: list[Value], sp
         if at < 0 or any(v.start < at + len(raw) and at < v.end for v in (*typed, *names)):
             continue
         names.append(Value(NAME, raw.lower(), at, at + len(raw), full[at:at + len(raw)]))
-    names = [v for v in names if not any(o is not v and o.start <= v.start and v.end <= o.end for o in names)]
-    return names, typed, nominal
+    names = [v for v in names if not any(o is not v and o.start <= v.start and v.end <= o.end for o in names)
+             and not _vocative(full, v, offset, lang)]
+    return names, typed, nominal, qualifying
+
+
+_SENTENCE_END = ".!?。！？\n"
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", _F)
+# a word after which a name is an object or a conjunct, not someone spoken to
+_BEFORE_OBJECT = re.compile(r"\b(?:to|with|and|or|than|for|from|by|of|at|meet|met|tell|told|ask|asked|call|called"
+                            r"|like|love|miss|see|saw|is|was|are|were)\s*$", _F)
+
+
+def _vocative(full: str, v: Value, offset: int, lang: str) -> bool:
+    """Whether a person's name is who is spoken to, not a value: set off by punctuation at the start of
+    a sentence, or after greeting words only ("Go Jon!", "Wow Jon, same here", "老周，..."), or after a
+    comma at the end of a short sentence ("Thanks, Caroline!", "Good to hear, Mel."), or set off by a
+    comma or "!" at the end of a clause that speaks to "you" ("Sorry about your job Jon, but ...")."""
+    if v.kind not in (PERSON, PROPER):
+        return False
+    start = max([offset, *(full.rfind(c, offset, v.start) + 1 for c in _SENTENCE_END)])
+    before, after = full[start:v.start], full[v.end:].lstrip()
+    nxt = after[:1]
+    lead = _jieba().lcut(before) if lang == "zh" else re.findall(r"[\w']+", before)
+    lead = [w.lower() for w in lead if w.strip() and any(ch.isalnum() for ch in w)]
+    if all(w in _VOCATIVE_LEADS for w in lead) and (not nxt or nxt in ",!?，！？"):
+        return True  # "Go Jon!", "Wow Jon, same here", "老周，周报改成周四交了"
+    if nxt in (",", "!") and _SECOND_PERSON.search(before) and not _BEFORE_OBJECT.search(before):
+        return True  # "Sorry about your job Jon, but ...", "See you tomorrow Mel!": said to the one addressed
+    if not before.rstrip().endswith((",", "，")):
+        return False
+    return nxt in ("!", "?", "！", "？") or ((not nxt or nxt in ".。") and len(lead) <= 4)
 
 
 def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
@@ -643,7 +706,7 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
     lang = "zh" if ex.language == "zh" else "en"
     me = f"@{speaker}" if speaker else "@self"
     typed = _typed_values(message, offset, lang)
-    names, typed, nominal = _named_values(ex, full, offset, typed, speaker, lang)
+    names, typed, nominal, qualifying = _named_values(ex, full, offset, typed, speaker, lang)
     values = sorted(typed + names, key=lambda v: v.start)
     sentences = [(m.start(), m.end()) for m in _SENTENCE.finditer(message)]
     marks = _marker_spans(message, sentences, lang)
@@ -666,6 +729,15 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
                         event=any(v.kind == PAST and x + offset <= v.start < y + offset for v in values))
         if not frame.words and not frame.subjects and all(s.kinds <= _PROPER_NAMES for s in frame.slots):
             continue  # "Thanks, Mel!": a name alone is who is spoken to, not a statement
+        if UNRESOLVED in frame.subjects:
+            # "Brightwater asked for more time, so their invoice is due on the 25th": "their" is the one
+            # name said before it in the sentence (two names: whose is not said)
+            owners = {v.norm: v for v in values if v.kind in _PROPER_NAMES and x + offset <= v.start < a0}
+            if len(owners) == 1:
+                (owner,) = owners.values()
+                who = _words(owner.text, lang)
+                if who:
+                    frame = replace(frame, subjects=frame.subjects - {UNRESOLVED} | {who[0]})
         if k and (not frame.words or (_PRONOUN_START_ZH if lang == "zh" else _PRONOUN_START_EN).match(frame.clause)):
             # "it now lands at 8:30pm", "现在十四个人了": the clause is about what the one before named
             pa, pb = clauses[k - 1]
@@ -680,9 +752,13 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
                 "context": frozenset((v.kind, v.norm) for v in values if v.kind != PAST),
                 "text_words": frozenset(_words(message, lang)) | {w for v in values for w in _words(v.text, lang)},
                 "denied": frozenset(v.norm for v in values if any(0 <= v.start - e <= 8 for e in ends)),
+                "names": frozenset(w for qa, qb in qualifying for w in _words(full[qa:qb], lang))
+                | frozenset(w for v in values if v.kind in _PROPER_NAMES and not v.weak for w in _words(v.text, lang)),
             }
         out.append(replace(frame, attributes=frozenset(att for att, at in shared["facts"] if a0 <= at < b0),
-                           context=shared["context"], text_words=shared["text_words"], denied=shared["denied"]))
+                           context=shared["context"], text_words=shared["text_words"], denied=shared["denied"],
+                           names=frozenset(w for qa, qb in qualifying if a0 <= qa < b0 for w in _words(full[qa:qb], lang)),
+                           text_names=shared["names"]))
     return tuple(out)
 
 
@@ -787,12 +863,16 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
     if selves > len(related):  # "my sister lives in Porto" is about her; "my sister and I" about both
         subjects.add(me)
     addition = bool((_ADDITION_ZH if lang == "zh" else _ADDITION_EN).search(clause))
+    plain = "".join(residual)  # (the clause without its values: "Max owns ..." names no maximum)
+    running = bool((_RUNNING_ZH if lang == "zh" else _RUNNING_EN).search(plain))
+    limit = bool((_LIMIT_ZH if lang == "zh" else _LIMIT_EN).search(plain))
     negations = tuple(m.end() + a for m in (_NEGATION_ZH if lang == "zh" else _NEGATION_EN).finditer(clause))
     slots = _slots(full, values, lang)
     return Frame(clause=clause, start=a, slots=slots, groups=frozenset(value_group(k) for x in slots for k in x.kinds),
                  words=words, nominal=frozenset(nominal),
                  subjects=frozenset(subjects), masked=re.sub(r"\s+", " ", "".join(masked)).strip(),
-                 addition=addition, negations=negations)
+                 addition=addition, negations=negations, running=running,
+                 limit=limit)
 
 
 #: Fact attributes whose value is a name (a place, an employer), also when the tagger missed it.

@@ -232,6 +232,9 @@ _EN_RETRACT: tuple[tuple[re.Pattern[str], bool], ...] = (
     (re.compile(
         r"\b(?:never\s*mind|nvm)\b(?=\s*(?:[,.;:!?—-]|$|(?:that|it|then|about)\b))(?:\s+about\s+(?P<obj>[^\n]+))?", _F
     ), True),
+    # "never mind the bedroom idea": what is dropped is a plan, an idea, a request
+    (re.compile(r"\b(?:never\s*mind|nvm)\s+(?P<obj>(?:the|my|our|that|this)\s+(?:[\w-]+\s+){0,3}?"
+                r"(?:idea|plan|plans|request|reminder|booking|order|trip|thing))\b", _F), True),
     (re.compile(
         r"\b(?:scratch|strike|cancel|undo|delete|drop|disregard)\s+(?:that|this|it)\b(?!\s+(?:is|was|'s|off|on)\b)", _F
     ), True),
@@ -266,10 +269,12 @@ _ZH_RETRACT: tuple[re.Pattern[str], ...] = (
     re.compile(r"忘(?:了|掉|记)(?:它|这个|那个|这件事|那件事|这事|那事|我(?:刚才|之前|刚刚)?说的(?:话|事)?)?吧"),
     re.compile(r"(?:^|(?<=[，。！？；,.!?;\s请你就]))(?:把(?P<obj>[^，。！？；,.!?;]{1,15}?))?忘掉(?!了)"),
     re.compile(r"(?:别|不要|不用)再?记(?:住|下|着)?(?:这个|那个|它|这件事|那件事|了)"),
-    re.compile(r"当我没说|就当我没说过?|(?:刚才|刚刚|之前|前面)(?:说|讲)的(?:话)?不算"),
+    re.compile(r"当我没说|就当我没说过?|(?:刚才|刚刚|之前|前面)(?:说|讲)的(?:话)?不算"
+               r"|(?:刚才|刚刚|之前|前面|上面)(?:那句|那条|说的)(?:话)?(?:作废|不算数?)"),
+    re.compile(r"(?P<obj>[^，。！？；,.!?;]{1,12}?)的事(?:就|先|还是)?(?:不提了|别提了|算了)"),
     re.compile(r"撤回|我收回|收回(?:刚才|之前|刚刚)?(?:说)?的话|取消(?:刚才|之前|刚刚|上面)(?:说的|那条)"),
 )
-_ZH_RETRACT_NEEDLES = ("不要了", "算了", "提了", "说了", "忘", "记", "没说", "不算", "撤回", "收回", "取消")
+_ZH_RETRACT_NEEDLES = ("不要了", "算了", "提了", "说了", "忘", "记", "没说", "不算", "撤回", "收回", "取消", "作废")
 _ZH_LEADING_FILLER = re.compile(r"^(?:那个|这个|好吧|关于|至于|还有|另外|其实|哦|噢|嗯|唉|哎|那|这)+")
 _ZH_TRAILING_FILLER = re.compile(r"(?:的事情|的事|就|也|还是|的话|吧|呢|那个|这个)+$")
 _ZH_PRONOUN_HINTS = frozenset("我 你 他 她 它 我们 你们 他们 这 那 这个 那个 这些 那些 都 全部 所有".split())
@@ -337,12 +342,15 @@ def find_retraction(text: str) -> tuple[bool, str]:
 
 # --------------------------------------------------------------------------- corrections
 
-_MARKERS = r"no|nope|nah|sorry|oops|whoops|wait|actually|my\s+bad|my\s+mistake|correction"
+_MARKERS = (r"no|nope|nah|sorry|oops|whoops|wait|actually|my\s+bad|my\s+mistake|correction"
+            # "wrong number, it's BA 429": the speaker names what was wrong in what they said
+            r"|wrong(?:\s+(?:number|address|email|date|day|time|one|name|room|amount|figure))?")
 _MARKED = re.compile(rf"^\s*(?:(?:{_MARKERS})\b[\s,.!:-]*)+$", _F)
-_MARKER_NEEDLES = ("no", "nah", "sorry", "oops", "whoops", "wait", "actually", "my bad", "my mistake", "correction")
+_MARKER_NEEDLES = ("no", "nah", "sorry", "oops", "whoops", "wait", "actually", "my bad", "my mistake", "correction",
+                   "wrong")
 # A word that starts a value: a number, an amount or a date word ("Tuesday", "next week").
 _VALUE_WORD = (
-    r"(?:[$€£¥\d]|(?:today|tomorrow|tonight|next|this|end|mid|early|late|noon|midnight|monday|tuesday"
+    r"(?:[$€£¥\d]|[\w.+-]+@\w|(?:today|tomorrow|tonight|next|this|end|mid|early|late|noon|midnight|monday|tuesday"
     r"|wednesday|thursday|friday|saturday|sunday|january|february|march|april|june|july|august|september|october"
     r"|november|december)\b)"
 )
@@ -367,15 +375,19 @@ _EN_CORRECT: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     # "Tuesday, not Monday" / "70k, not 60k": a value set against another.  A capitalised
     # word counts only inside a sentence ("Thanks, not today" is no correction).
     (re.compile(
-        rf"(?:{_VALUE_WORD}|(?<=\w\s)(?-i:[A-Z]))[^\s,.;!?]*(?:\s+[^\s,.;!?]+){{0,3}},\s*not\s+{_VALUE_START}", _F
+        rf"(?:{_VALUE_WORD}|(?<=\w\s)(?-i:[A-Z]))[^\s,.;!?]*(?:\s+[^\s,.;!?]+){{0,3}},\s*not\s+(?:the\s+)?{_VALUE_START}", _F
     ), "any", (", not",)),
 )
 _ZH_CORRECT = re.compile(
-    r"(?:^|(?<=[，。！？；,.!?;\s]))(?:不对不对|不对|不是的|错了|我?(?:说错了|搞错了|弄错了|写错了|打错了|记错了)|口误)(?=[，,。！!\s]|$)"
+    r"(?:^|(?<=[，。！？；,.!?;\s]))(?:不对不对|不对|不是的|错了|(?:我|[\u4e00-\u9fff]{1,3}?)?(?:说错了|搞错了|弄错了|写错了|打错了|记错了)|口误)(?=[，,。！!\s]|$)"
     r"|(?:^|(?<=[，。！？；,.!?;\s]))(?:我是说|我的意思是|我指的是|我想说的是)"
     r"|更正(?:一下)?[:：，,]|纠正一下|修正一下|应该是[^，。！？]{1,15}才对"
     # "不是周一，是周二": only when the negated part is a number or a date ("不是我不想去，是没时间" is not).
     r"|(?:^|(?<=[，。！？；,.!?;\s]))不是[^，。！？,]{0,6}[\d零〇一二两三四五六七八九十百千万周月号日][^，。！？,]{0,4}[，,]\s*(?:而)?是"
+    # "是十三号，不是十二号": the same, the other way round
+    r"|(?:^|(?<=[，。！？；,.!?;\s]))是[^，。！？,]{0,6}[\d零〇一二两三四五六七八九十百千万周月号日][^，。！？,]{0,4}[，,]\s*不是"
+    # "改成七个人吧" opening a message: "make that seven" (with a subject, "周报改成周四交了", it is an update)
+    r"|^(?:那就|那|还是)?改成[^，。！？,]{0,6}[\d零〇一二两三四五六七八九十百千万周月号日点]"
 )
 
 

@@ -37,6 +37,7 @@ from graphstore.requests import (
 )
 
 from ._requests import Embed, Frames, Judge, Op
+from ._notes import with_ripple_notes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -453,6 +454,9 @@ def _statement_plan(
             newer, older = (new_id, dec.target) if dec.at <= at else (dec.target, new_id)
             d.edges.append(EdgeRecord(newer, EDGE_CONFLICTS, older, user, 1.0, at=max(at, dec.at)))
             d.notes.setdefault(i, {}).setdefault("conflicts", []).append(note)
+            # the other side carries the same note, so that a recall hit of either one shows that it
+            # may be out of date (or may replace the other) without another store round trip
+            _note_conflict(d, dec.target, {**note, "memory": new_id}, mem_ids, current, stored)
 
 
 def _earlier_candidates(
@@ -503,6 +507,15 @@ def _judged(judge: Any, decisions: list[_Decision], prepared: Sequence["Prepared
         elif answer != "unrelated":
             out.append(x if answer is None else replace(x, reasons=(*x.reasons, f"the judge: {answer}")))
     return out
+
+
+def _note_conflict(d: Decisions, holder: str, note: dict[str, Any], mem_ids: Sequence[str], current: Any,
+                   stored: dict[str, StoredMemory]) -> None:
+    """Add a conflict note to ``holder``'s metadata (an item of this batch, or a stored memory rewritten)."""
+    if holder in mem_ids:
+        d.notes.setdefault(mem_ids.index(holder), {}).setdefault("conflicts", []).append(note)
+    elif holder in stored:
+        d.rewrites[holder] = with_ripple_notes(current(holder), lambda notes: notes.setdefault("conflicts", []).append(note))
 
 
 def _title_key(text: str) -> str | None:

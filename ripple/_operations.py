@@ -37,6 +37,7 @@ from graphstore.requests import (
 
 from . import _validate as check
 from ._lifecycle import LifecycleConfig
+from ._notes import open_conflict_ids, ripple_notes, with_ripple_notes
 from ._requests import Op, Prepare, PrepareQuery
 from ._shape import recall_result, to_datetime, to_model
 from .errors import InvalidInput, MemoryNotFound, StoreError
@@ -226,7 +227,7 @@ def _conflict(new: StoredMemory, old: StoredMemory, at: float | None) -> MemoryC
     """A conflict between two stored memories, with the explanation whichever of them recorded."""
     note: dict[str, Any] = {}
     for rec, other in ((new, old), (old, new)):
-        meta = json.loads(rec.metadata_json).get("ripple") or {}
+        meta = ripple_notes(rec.metadata_json)
         note = next((n for n in meta.get("conflicts", ()) if n.get("memory") == other.id), note)
     values, frames = note.get("value"), note.get("frame")
     return MemoryConflict(new=to_model(new), old=to_model(old), confidence=str(note.get("confidence", "medium")),
@@ -244,11 +245,24 @@ def resolve_conflict(ctx: OpContext, new_id: Any, old_id: Any, supersedes: bool)
     if not open_edges:
         raise InvalidInput(f"no open conflict between {new_id!r} and {old_id!r}")
     batch = WriteBatch(edges=[replace(e, weight=0.0) for e in open_edges])
+    # each side's note on the other is marked settled (recall hits stop showing it)
+    settled = "supersedes" if supersedes else "both"
+    new, old = (_settle(rec, other.id, settled) for rec, other in ((new, old), (old, new)))
+    later, earlier = (new, old) if (new.at, new.id) >= (old.at, old.id) else (old, new)
     if supersedes:
-        later, earlier = (new, old) if (new.at, new.id) >= (old.at, old.id) else (old, new)
-        batch.memories.append(replace(earlier, status=SUPERSEDED, valid_to=later.at))
+        earlier = replace(earlier, status=SUPERSEDED, valid_to=later.at)
         batch.edges.append(EdgeRecord(later.id, EDGE_SUPERSEDES, earlier.id, new.user_id, 1.0, at=later.at))
+    batch.memories.extend([later, earlier])
     yield Write(batch)
+
+
+def _settle(rec: StoredMemory, other: str, how: str) -> StoredMemory:
+    def mark(notes: dict[str, Any]) -> None:
+        for n in notes.get("conflicts", ()):
+            if n.get("memory") == other:
+                n["resolved"] = how
+
+    return with_ripple_notes(rec, mark)
 
 
 def _with_history(result: RecallResult, by_id: dict[str, StoredMemory], user_id: str) -> Op[RecallResult]:
@@ -273,6 +287,22 @@ def _with_history(result: RecallResult, by_id: dict[str, StoredMemory], user_id:
                 **({} if have else {"via": "history", "path": (), "parts": hit.parts}),
             }))
     return result.model_copy(update={"hits": tuple(out)})
+
+
+def _with_conflicts(result: RecallResult) -> Op[RecallResult]:
+    """Each hit with the memories an open conflict joins it to (``RecallHit.conflicts``): "was 50k,
+    possibly now 60k" is what a reader of the hit must know.
+
+    Read from the notes both memories of a conflict carry (the write path puts one on each); only
+    when a hit has one is the store asked whether the other memory is still active."""
+    named = {h.memory.id: open_conflict_ids(h.memory.metadata) for h in result.hits}
+    wanted = sorted({m for ids in named.values() for m in ids})
+    if not wanted:
+        return result
+    active = {r.id for r in (yield GetMemories(wanted)) if r.status == ACTIVE}
+    hits = tuple(h.model_copy(update={"conflicts": tuple(m for m in named[h.memory.id] if m in active)})
+                 if h.memory.status == ACTIVE and named[h.memory.id] else h for h in result.hits)
+    return result.model_copy(update={"hits": hits})
 
 
 # -------------------------------------------------------------------------------------------- reads of a user
@@ -326,6 +356,8 @@ def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: 
     result = recall_result(q, plan, (time.perf_counter() - t0) * 1000.0)
     if include_history and result.hits:
         result = yield from _with_history(result, plan.records, user_id)
+    if result.hits:
+        result = yield from _with_conflicts(result)
     if touch and result.hits:
         t1 = time.perf_counter()
         try:

@@ -15,6 +15,16 @@ Two statements state the same thing about the same subject with a different valu
    "the budget" may stand for "our budget for the offsite", but "the budget for new laptops"
    cannot: both sides have a noun the other lacks.
 4. **not an addition**: "also", "too", "as well", "也", "还", "又" add a value to the old ones.
+5. **a limit is not a running amount**: what was spent, used or booked so far, or what is left
+   ("已经花了四千", "130 registered so far"), is measured against a limit ("the budget is 15,000",
+   "capped at 200"); only a running amount replaces a running amount, only a limit a limit.
+6. **another name is another thing**: a name that qualifies the old clause ("the Lisbon office"),
+   which the new text leaves out while it names another of the same kind ("The Porto office is
+   getting more space, 18 desks now"), makes two statements, even across clauses.
+
+A new text that denies the old value ("我现在不在杭州了，调到南京分公司了", "I'm no longer at
+Initech") and names a change says itself that the old statement ended: its other words need not
+match.
 
 How sure: ``high`` when the new clause says no more than the old one (or says more and marks a
 change: "moved", "now", "改到") and either marks the change or restates the old frame word for
@@ -153,7 +163,7 @@ def _value_change(old: Frame, new: Frame, marked: bool) -> tuple[Slot | None, Sl
     if same_kind:
         return same_kind[-1], vn, [s for s in old_free if s is not same_kind[-1]], []
     if marked:  # "I quit Initech and joined Globex": the old value is named again, as the one left
-        restated = [s for s in old_shared if _kind(s) & _kind(vn)]
+        restated = [s for s in old_shared if _comparable(s, vn, new.strong)]  # ("Max" a person, "Leo" a proper noun)
         if restated:
             return restated[-1], vn, old_free, []
     return None, None, old_free, new_free
@@ -206,6 +216,8 @@ def structural_match(old: Frame, new: Frame, *, multi_valued: frozenset[str] = f
     marked, strong = new.marked, new.strong  # (the markers of the new clause's sentence)
     if old.event or (new.event and not strong):
         return None  # "I went to the support group yesterday": an event, not a state that changes
+    if old.running != new.running or old.limit != new.limit:
+        return None  # "spent 6,000 so far" is measured against "the budget is 15,000": it is not the budget
     old_heads, new_heads = {a.rsplit("_", 1)[-1] for a in old.attributes}, {a.rsplit("_", 1)[-1] for a in new.attributes}
     shared_attrs = {a for a in old.attributes | new.attributes if a.rsplit("_", 1)[-1] in old_heads & new_heads}
     if shared_attrs and shared_attrs <= multi_valued:
@@ -229,13 +241,16 @@ def structural_match(old: Frame, new: Frame, *, multi_valued: frozenset[str] = f
     new_set = _minus(new_set, set(vo.words))  # the old value named again ("I quit Initech")
     nominal = old.nominal | new.nominal | {w for s in (*old.slots, *new.slots) if s is not vo and s is not vn
                                            and _kind(s) != {RATE} for w in s.words}
+    denied = bool({n for _, n in vo.norms} & new.denied) and strong  # "不在杭州了，调到南京了"
+    if not denied and _another_name(old, old_left, new, vn):
+        return None  # "The Lisbon office has 25 desks" / "The Porto office ..., 18 desks now"
     if old.subjects and new.subjects and not (old.subjects <= new.subjects or new.subjects <= old.subjects):
         return None  # "my sister" is not "I"; "Tom's" is not "Lena's"
     if UNRESOLVED in old.subjects | new.subjects:
         return None  # "his name is Kyle" / "her name's Coco": whose is not said
     only_old, only_new = _minus(old_set, new_set), _minus(new_set, old_set)
     left_out = _minus(only_old, set(new.text_words))  # (named elsewhere in the new text: not left out)
-    if left_out & nominal and only_new & nominal:
+    if left_out & nominal and only_new & nominal and not denied:
         return None  # qualifiers differ on both sides: the offsite vs new laptops
     # an anchor: something both are about (a word, a person, an attribute, the old value named again),
     # or two short first-person clauses joined by a named change ("I live in Leeds" / "We moved to Manchester")
@@ -245,10 +260,13 @@ def structural_match(old: Frame, new: Frame, *, multi_valued: frozenset[str] = f
         return None  # the old value is still talked about, and nothing says it was replaced
     short = (strong or old.strong) and old.subjects == new.subjects and bool(old.subjects) and max(
         len(old_set), len(new_set)) <= 3
+    # (a name both clauses hold unchanged anchors them too: "小雨的幼儿园" / "小雨幼儿园入园时间")
+    named = any(s.kinds & _NAMES - {PHRASE} and s is not vo and any(_same_value(s, n) for n in new.slots)
+                for s in old.slots)
     if PHRASE in vn.kinds:  # a phrase value needs a shared noun or person: "the reception", "Mia's party"
-        if not ((old_set - only_old) & nominal or people or shared_attrs or restated or short):
+        if not ((old_set - only_old) & nominal or people or shared_attrs or restated or short or named):
             return None
-    elif not (old_set - only_old or people or shared_attrs or restated or short):
+    elif not (old_set - only_old or people or shared_attrs or restated or short or named):
         return None
     if new.addition:
         return None
@@ -271,6 +289,17 @@ def structural_match(old: Frame, new: Frame, *, multi_valued: frozenset[str] = f
         reasons.append("no change marker")
     return Verdict(level, old_value, new_value, old.clause, new.clause, _mask(old, vo), _mask(new, vn), tuple(reasons),
                    shape)
+
+
+def _another_name(old: Frame, old_left: Sequence[Slot], new: Frame, vn: Slot) -> bool:
+    """Whether a name qualifying the old clause (a name in its noun phrase, or a name slot that did
+    not change) is missing from the new text while the new text names another name the old text
+    does not have: the new statement is about that one."""
+    mine = set(old.names) | {w for s in old_left if s.kinds & _NAMES - {PHRASE} and not s.weak for w in s.words}
+    gone = _minus(mine, set(new.text_words))
+    if not gone:
+        return False
+    return bool(_minus(set(new.text_names) - set(vn.words), set(old.text_words)))
 
 
 def _mask(frame: Frame, slot: Slot | None) -> str:

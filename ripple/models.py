@@ -141,6 +141,9 @@ class RecallHit(_Frozen):
     parts: ScoreParts
     path: tuple[PathStep, ...] = Field((), description="empty for seeds; else seed -> ... -> this memory")
     via: str = Field("seed", description="seed, history, or the name of the channel that reached it (session, entity, ...)")
+    conflicts: tuple[str, ...] = Field(
+        (), description="ids of active memories an open conflict joins this one to: one of the two may have "
+        "replaced the other ('was 50k, possibly now 60k'); see Memory.conflicts and Memory.resolve_conflict")
 
 
 class StageTrace(_Frozen):

@@ -16,7 +16,7 @@ from ripple.server.process import ROOT, child_env, ripple_process
 
 pytestmark = pytest.mark.slow
 
-TOOLS = {"remember", "recall", "forget", "what_do_you_know_about"}
+TOOLS = {"remember", "recall", "forget", "what_do_you_know_about", "conflicts", "resolve_conflict"}
 
 
 def _seed_other_user(store: str, embedder: Any, extractor: Any) -> str:
@@ -51,6 +51,17 @@ def test_stdio_tools_and_profile(tmp_path: Path, embedder: Any, extractor: Any) 
             seen["forgot"] = (await client.call_tool("forget", {"memory_id": peanuts})).structured_content
             seen["after"] = (await client.call_tool("recall", {"query": "What am I allergic to?"})).structured_content
             seen["bad"] = await client.call_tool("recall", {"query": "   "})
+            for text in ("Our budget is 50,000 CNY.", "The budget for the team dinner is 800 CNY."):
+                await client.call_tool("remember", {"text": text, "session_id": f"b-{len(text)}"})
+            seen["conflicts"] = (await client.call_tool("conflicts", {})).structured_content
+            seen["conflict_profile"] = (await client.read_resource("ripple://profile")).contents[0].text  # type: ignore[union-attr]
+            (c,) = seen["conflicts"]["conflicts"]
+            seen["foreign_resolve"] = await client.call_tool(
+                "resolve_conflict", {"new_id": c["new"]["id"], "old_id": foreign, "supersedes": True})
+            seen["resolved"] = (await client.call_tool(
+                "resolve_conflict", {"new_id": c["new"]["id"], "old_id": c["old"]["id"], "supersedes": False})).structured_content
+            seen["again"] = await client.call_tool(
+                "resolve_conflict", {"new_id": c["new"]["id"], "old_id": c["old"]["id"], "supersedes": False})
             resources = {str(r.uri) for r in (await client.list_resources()).resources}
             seen["resources"] = resources
             seen["profile"] = (await client.read_resource("ripple://profile")).contents[0].text  # type: ignore[union-attr]
@@ -71,6 +82,12 @@ def test_stdio_tools_and_profile(tmp_path: Path, embedder: Any, extractor: Any) 
     assert seen["forgot"]["status"] == "invalidated"
     assert all("peanut" not in h["text"] for h in seen["after"]["hits"])
     assert seen["bad"].is_error and "invalid_input" in seen["bad"].content[0].text
+    (c,) = seen["conflicts"]["conflicts"]
+    assert (c["old"]["text"], c["new"]["text"]) == ("Our budget is 50,000 CNY.", "The budget for the team dinner is 800 CNY.")
+    assert "Unconfirmed changes" in seen["conflict_profile"] and c["old"]["id"] in seen["conflict_profile"]
+    assert seen["foreign_resolve"].is_error and "memory_not_found" in seen["foreign_resolve"].content[0].text
+    assert seen["resolved"] == {"conflicts": []}
+    assert seen["again"].is_error and "invalid_input" in seen["again"].content[0].text
     assert "ripple://profile" in seen["resources"]
     profile = seen["profile"]
     assert "# What ripple knows about u1" in profile and "Longjing" in profile and "阿里巴巴" in profile

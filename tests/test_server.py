@@ -172,6 +172,37 @@ def test_users_cannot_reach_each_other(api: httpx.Client) -> None:
     assert r.status_code == 422 and error(r)["code"] == "invalid_request"
 
 
+def test_conflicts_are_listed_and_resolved_with_typed_errors(api: httpx.Client) -> None:
+    """An unsure supersession is a conflict the user's client can list and settle; another user's
+    memory, an unknown id and a pair with nothing open are the same errors as in Python."""
+    uid, other = user(), user()
+    old = add(api, uid, "Our budget is 50,000 CNY.", session_id="s1", at="2026-03-02T09:00:00Z")
+    new = add(api, uid, "The budget for the team dinner is 800 CNY.", session_id="s2", at="2026-03-03T09:00:00Z")
+    foreign = add(api, other, "我们的预算是五万。")
+    (c,) = api.get(f"/v1/users/{uid}/conflicts").json()
+    assert (c["old"]["id"], c["new"]["id"], c["confidence"]) == (old["id"], new["id"], "medium")
+    assert c["values"] and c["why"]
+    assert api.get(f"/v1/users/{other}/conflicts").json() == []
+    hits = api.post(f"/v1/users/{uid}/recall", json={"query": "What is the budget?", "k": 5}).json()["hits"]
+    assert {h["memory"]["id"]: h["conflicts"] for h in hits}[old["id"]] == [new["id"]]
+    resolve = f"/v1/users/{uid}/conflicts/resolve"
+    for body, status, code in [
+        ({"new_id": new["id"], "old_id": foreign["id"], "supersedes": True}, 404, "memory_not_found"),
+        ({"new_id": new["id"], "old_id": "m_missing", "supersedes": True}, 404, "memory_not_found"),
+        ({"new_id": new["id"], "old_id": old["id"]}, 422, "invalid_request"),
+    ]:
+        r = api.post(resolve, json=body)
+        assert (r.status_code, error(r)["code"]) == (status, code), r.text
+    r = api.post(f"/v1/users/{other}/conflicts/resolve", json={"new_id": new["id"], "old_id": old["id"],
+                                                               "supersedes": True})
+    assert r.status_code == 404 and error(r)["code"] == "memory_not_found"
+    assert api.post(resolve, json={"new_id": old["id"], "old_id": new["id"], "supersedes": True}).status_code == 204
+    assert api.get(f"/v1/users/{uid}/memories/{old['id']}").json()["status"] == "superseded"
+    assert api.get(f"/v1/users/{uid}/conflicts").json() == []
+    r = api.post(resolve, json={"new_id": new["id"], "old_id": old["id"], "supersedes": False})
+    assert r.status_code == 422 and error(r)["code"] == "invalid_input"  # nothing open any more
+
+
 def test_errors_are_structured(api: httpx.Client) -> None:
     uid = user()
     add(api, uid, "Maple syrup comes from Quebec.")

@@ -34,6 +34,12 @@ APART = [  # same kind of statement, another subject or qualifier: both stay tru
     ("我妹妹住在杭州。", "我住在南京。"),
 ]
 
+RUNNING = [  # an amount so far, or left, next to the limit it is measured against: both stay true
+    ("The budget for the offsite is 15,000 euros.", "So far we've spent 4,000 euros on the offsite."),
+    ("团建的预算是一万五。", "团建目前已经花了四千。"),
+    ("大会最多容纳两百人。", "大会到现在报名了一百三十人。"),
+]
+
 ADDITIONS = [
     ("I speak Spanish.", "I also speak Portuguese."),
     ("我对花生过敏。", "我对海鲜也过敏。"),
@@ -54,12 +60,24 @@ def test_a_paraphrased_change_supersedes_and_says_why(mem: Memory, old_text: str
     assert mem.conflicts(user_id="u1") == []
 
 
-@pytest.mark.parametrize("first,second", APART + ADDITIONS, ids=[p[1] for p in APART + ADDITIONS])
+@pytest.mark.parametrize("first,second", APART + ADDITIONS + RUNNING, ids=[p[1] for p in APART + ADDITIONS + RUNNING])
 def test_other_qualifiers_and_additions_keep_both(mem: Memory, first: str, second: str) -> None:
     a = say(mem, first, 0)
     b = say(mem, second, 1, session="s2")
     assert mem.get(a.id).status == "active" and mem.get(b.id).status == "active"
     assert "supersedes" not in (mem.get(b.id).metadata.get("ripple") or {})
+    if (first, second) in RUNNING:
+        assert mem.conflicts(user_id="u1") == []  # not even a question: a running amount is no limit
+
+
+def test_a_name_said_to_someone_is_no_new_value(mem: Memory) -> None:
+    """LoCoMo (conv-30): "Go Jon!" was a conflict against "Dance is pretty much my go-to", values
+    'Dance' -> 'Jon'; a vocative is who is spoken to, not a value."""
+    for day, text in enumerate(["Gina: Wow Jon, same here! Dance is pretty much my go-to for stress relief.",
+                                "Gina: Go Jon! Obstacles are inevitable, keep at it.", "Gina: Thanks, Jon!"]):
+        say(mem, text, day, session=f"s{day}")
+    assert mem.conflicts(user_id="u1") == []
+    assert all(m.status == "active" for m in mem.get_all(user_id="u1"))
 
 
 @pytest.mark.parametrize("texts", [
@@ -125,6 +143,24 @@ def test_an_unsure_pair_is_a_conflict_to_review(tmp_path: Any, embedder: Any, ex
         assert mem.get(old.id).status == "superseded" and mem.conflicts(user_id="u1") == []
         assert [(c.old_text, c.new_text) for c in seen] == [(old_text, new_text)]
         assert "the judge: supersedes" in mem.get(new.id).metadata["ripple"]["supersedes"][0]["why"]
+
+
+def test_both_memories_of_a_conflict_say_so_in_recall_until_it_is_settled(mem: Memory) -> None:
+    """A recall hit of either memory of an open conflict names the other (``RecallHit.conflicts``):
+    "was 50k, possibly now 60k" must reach whoever reads the hit; once settled, it no longer does."""
+    old = say(mem, "Our budget is 50,000 CNY.", 0)
+    new = say(mem, "The budget for the team dinner is 800 CNY.", 1, session="s2")
+    (c,) = mem.conflicts(user_id="u1")
+    assert (c.old.id, c.new.id) == (old.id, new.id) and c.values is not None
+    notes = [mem.get(m).metadata["ripple"]["conflicts"] for m in (old.id, new.id)]
+    assert [n[0]["memory"] for n in notes] == [new.id, old.id]
+    hits = {h.memory.id: h for h in mem.recall("What is the budget?", user_id="u1", k=5).hits}
+    assert hits[old.id].conflicts == (new.id,) and hits[new.id].conflicts == (old.id,)
+    mem.resolve_conflict(new.id, old.id, supersedes=False)
+    assert all(n["resolved"] == "both" for m in (old.id, new.id) for n in mem.get(m).metadata["ripple"]["conflicts"])
+    hits = {h.memory.id: h for h in mem.recall("What is the budget?", user_id="u1", k=5).hits}
+    assert hits[old.id].conflicts == () and hits[new.id].conflicts == ()
+    assert mem.get(old.id).status == mem.get(new.id).status == "active"
 
 
 def test_a_judge_that_answers_badly_is_a_config_error(tmp_path: Any, embedder: Any, extractor: Any,

@@ -61,6 +61,8 @@ def make_card(hit: Any, *, scope: str, card_chars: int) -> Card:
     source = m.kind if m.kind in ("summary", "procedure") else (m.session_id or scope)
     if scope not in ("user",):
         source = f"{scope}/{source}" if source != scope else scope
+    if getattr(hit, "conflicts", ()):  # an open conflict: this may be out of date, or may replace another
+        source = f"{source} · unconfirmed"
     return Card(m.id, text, at.strftime("%Y-%m-%d"), source, float(hit.score), scope)
 
 

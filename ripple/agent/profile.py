@@ -74,6 +74,9 @@ class SlotValue(BaseModel):
     valid_from: float
     valid_to: float | None = None
     session_id: str | None = None
+    #: (earlier value, later value) of an open conflict on one of ``memory_ids``: the write path was not
+    #: sure the later statement replaces the earlier one ("was 50k, possibly now 60k"); None without one
+    disputed: tuple[str, str] | None = None
 
 
 class Slot(BaseModel):
@@ -137,6 +140,34 @@ def merge_facts(committed: dict[str, list[dict[str, Any]]], facts: list["Fact"])
     return out, changed
 
 
+#: Open conflicts shown as lines of their own (newest first) when no profile slot holds their values.
+_UNSHOWN_MAX = 3
+
+
+def _pair(c: Any) -> tuple[str, str]:
+    """(earlier value, later value) of a :class:`ripple.MemoryConflict`, as written."""
+    if c.values:
+        return str(c.values[0]), str(c.values[1])
+    return c.old.text, c.new.text
+
+
+def _undoubled(values: tuple[SlotValue, ...]) -> list[SlotValue]:
+    """The values of a slot, the later value of a conflict whose earlier value is shown too left out
+    (the earlier one says "possibly now ...")."""
+    shown = {v.value for v in values}
+    return [v for v in values if not (v.disputed and v.value == v.disputed[1] and v.disputed[0] in shown)]
+
+
+def _shown(v: SlotValue, slot: str, zh: bool) -> str:
+    text = v.value if slot not in ("constraints", "other") else f"{v.predicate.replace('_', ' ')} {v.value}"
+    if v.disputed is None:
+        return text
+    old, new = v.disputed
+    if v.value == new:
+        return f"{text}（待确认，原为{old}）" if zh else f"{text} (unconfirmed, was {old})"
+    return f"{text}（可能已改为{new}）" if zh else f"{text} (possibly now {new})"
+
+
 class ProfileCore:
     """Plans for the user's profile (bound to a driver as ``session.profile``)."""
 
@@ -175,8 +206,37 @@ class ProfileCore:
             s.tracer.done(span, exc)
             raise
 
+    def _conflicts(self) -> Plan[list[Any]]:
+        try:
+            return list((yield Req("conflicts", (), {"user_id": self._s.access.user_id})))
+        except Exception:  # noqa: BLE001 - as for facts: nothing stored, nothing open
+            return []
+
     def view(self) -> Plan[list[Slot]]:
-        """Committed slots, with this session's newer statements winning where they disagree."""
+        """Committed slots, with this session's newer statements winning where they disagree; a value
+        an open conflict may have replaced (or that may replace another) says so (``disputed``)."""
+        slots, _ = yield from self._view()
+        return slots
+
+    def _view(self) -> Plan[tuple[list[Slot], list[Any]]]:
+        """The slots and the open conflicts that no slot value shows (see :meth:`view`)."""
+        slots = yield from self._slots()
+        conflicts = yield from self._conflicts()
+        unshown = []
+        for c in conflicts:
+            pair = _pair(c)
+            ids = {c.old.id, c.new.id}
+            hit = False
+            for n, slot in enumerate(slots):
+                current = tuple(v.model_copy(update={"disputed": pair}) if ids & set(v.memory_ids) else v
+                                for v in slot.current)
+                if current != slot.current:
+                    slots[n], hit = slot.model_copy(update={"current": current}), True
+            if not hit:
+                unshown.append(c)
+        return slots, unshown
+
+    def _slots(self) -> Plan[list[Slot]]:
         s = self._s
         version, slots = yield from self._committed()
         facts = yield from self._facts()
@@ -208,14 +268,20 @@ class ProfileCore:
     def lines(self, language: str = "en") -> Plan[list[tuple[str, str]]]:
         """The profile as ``(slot, line)`` pairs, most important first (what a context shows)."""
         labels = _LABELS.get(language, _LABELS["en"])
-        sep = "、" if language == "zh" else ", "
-        colon = "：" if language == "zh" else ": "
+        zh = language == "zh"
+        sep = "、" if zh else ", "
+        colon = "：" if zh else ": "
         out = []
-        for slot in (yield from self.view()):
+        slots, unshown = yield from self._view()
+        for slot in slots:
             if slot.current:
-                values = sep.join(v.value if slot.name not in ("constraints", "other") else
-                                  f"{v.predicate.replace('_', ' ')} {v.value}" for v in slot.current)
+                values = sep.join(_shown(v, slot.name, zh) for v in _undoubled(slot.current))
                 out.append((slot.name, f"- {labels[slot.name]}{colon}{values}"))
+        for c in sorted(unshown, key=lambda c: c.new.at, reverse=True)[:_UNSHOWN_MAX]:
+            old, new = _pair(c)
+            what = c.frames[0] if c.frames else c.old.text
+            out.append(("conflicts", f"- 待确认：{what}（{old}，可能已改为{new}）" if zh else
+                        f"- Unconfirmed: {what} (was {old}, possibly now {new})"))
         return out
 
     def render(self, max_tokens: int | None = None, language: str = "en",

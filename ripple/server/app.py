@@ -5,7 +5,8 @@ every request after that pays only for its own work.  Layout:
 
 * ``/health/live`` and ``/health/ready``: open (no token); ready turns 200 once
   the store answered and the embedder and extractor are warm.
-* ``/v1/users/{user_id}/...``: everything else.  The user is always the URL's:
+* ``/v1/users/{user_id}/...``: everything else (memories, recall, open conflicts
+  and their resolution, export, stats).  The user is always the URL's:
   bodies cannot name one, and a memory id that belongs to another user is
   answered exactly like an id that does not exist (404 ``memory_not_found``),
   so one user's requests can neither read, change nor probe another's memories.
@@ -38,11 +39,11 @@ from starlette.exceptions import HTTPException
 import ripple
 from ripple import AsyncMemory, RippleSettings
 from ripple.errors import MemoryNotFound, RippleError
-from ripple.models import MemoryRecord, RecallResult
+from ripple.models import MemoryConflict, MemoryRecord, RecallResult
 
 from .asgi import BearerAuth, BodyLimit
 from .errors import HTTP_CODES, error_body, one_line, status_and_code
-from .schemas import AddBody, AddManyBody, ForgetBody, Health, PinBody, RecallBody, UpdateBody
+from .schemas import AddBody, AddManyBody, ForgetBody, Health, PinBody, RecallBody, ResolveBody, UpdateBody
 from .settings import DEFAULT_MAX_BODY
 from .warm import warm_up
 
@@ -53,6 +54,7 @@ log = logging.getLogger("ripple.server")
 OPEN_PATHS = ("/health/", "/docs", "/openapi.json", "/redoc")
 _MEMORIES = TypeAdapter(list[MemoryRecord])
 _COUNTS = TypeAdapter(dict[str, int])
+_CONFLICTS = TypeAdapter(list[MemoryConflict])
 _EXPORT_LINES_PER_CHUNK = 256
 
 
@@ -329,6 +331,20 @@ def _api_router(state: _State) -> APIRouter:
                 "trace": result.trace.model_copy(update={"stages": ()}),
             })
         return _json(result)
+
+    @router.get("/conflicts", response_model=list[MemoryConflict],
+                summary="open conflicts: two active memories that may state one thing with different values")
+    async def conflicts(user_id: str) -> Response:
+        return _json(await state.mem.conflicts(user_id=user_id), 200, _CONFLICTS)
+
+    @router.post("/conflicts/resolve", status_code=204,
+                 summary="settle a conflict: the later statement supersedes the earlier one, or both stand")
+    async def resolve_conflict(user_id: str, body: ResolveBody) -> Response:
+        async with state.writes.guard():
+            await owned(user_id, body.new_id)
+            await owned(user_id, body.old_id)
+            await state.mem.resolve_conflict(body.new_id, body.old_id, supersedes=body.supersedes)
+        return Response(status_code=204)
 
     @router.get("/export", summary="every node and edge of the user, streamed as JSON lines",
                 response_class=StreamingResponse,

@@ -11,20 +11,24 @@ memories.  Tools:
 * ``forget(memory_id? | query?)``: invalidate a memory (never recalled again).
 * ``what_do_you_know_about(topic)``: a topic- or entity-centred recall, in time
   order, with the entities the recall walked through.
+* ``conflicts()``: statements ripple was not sure replace an older one ("was
+  50k, possibly now 60k"), for the agent to ask the user about;
+  ``resolve_conflict(new_id, old_id, supersedes)`` settles one.
 
 Resource ``ripple://profile``: the user's current facts, preferences and
-personal details, read from their stored memories (no LLM, no summary).
+personal details, read from their stored memories (no LLM, no summary), and the
+open conflicts among them.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from pydantic import BaseModel, Field
 
 from ripple.errors import MemoryNotFound, RippleError, UnknownUser
-from ripple.models import MemoryRecord, RecallResult
+from ripple.models import MemoryConflict, MemoryRecord, RecallResult
 
 from .errors import one_line, status_and_code
 
@@ -33,7 +37,7 @@ if TYPE_CHECKING:
 
     from ripple import AsyncMemory
 
-__all__ = ["build_mcp_server", "Brief", "Hit", "Recalled", "Dossier", "PROFILE_URI"]
+__all__ = ["build_mcp_server", "Brief", "Hit", "Recalled", "Dossier", "Conflict", "Conflicts", "PROFILE_URI"]
 
 PROFILE_URI = "ripple://profile"
 _PROFILE_KINDS = ("personal_info", "fact", "preference")
@@ -72,6 +76,23 @@ class Dossier(BaseModel):
     topic: str
     memories: list[Hit] = Field(description="in time order, oldest first")
     related: list[str] = Field(description="entities the recall walked through, most used first")
+
+
+class Conflict(BaseModel):
+    """Two active memories that may state one thing with different values."""
+
+    old: Brief = Field(description="the earlier statement")
+    new: Brief = Field(description="the later statement, which may replace it")
+    values: list[str] = Field(default_factory=list, description="[earlier value, later value] as written")
+    why: str = ""
+
+
+class Conflicts(BaseModel):
+    conflicts: list[Conflict] = Field(description="oldest first")
+
+
+def _conflict(c: MemoryConflict) -> Conflict:
+    return Conflict(old=Brief(**_brief(c.old)), new=Brief(**_brief(c.new)), values=list(c.values or ()), why=c.why)
 
 
 def _brief(m: MemoryRecord) -> dict[str, Any]:
@@ -117,6 +138,9 @@ class _Scoped:
             return await self.memory.get_all(user_id=self.user_id)
         except UnknownUser:
             return []
+
+    async def conflicts(self) -> list[MemoryConflict]:
+        return await self.memory.conflicts(user_id=self.user_id)
 
 
 @contextmanager
@@ -179,16 +203,35 @@ def build_mcp_server(memory: "AsyncMemory", *, user_id: str) -> "MCPServer":
             return Dossier(topic=topic, memories=[], related=[])
         return Dossier(topic=topic, memories=sorted(_hits(found), key=lambda h: h.at), related=_entities(found))
 
+    @server.tool(description="Statements that may have replaced an older one, which ripple was not sure of "
+                             "('was 50k, possibly now 60k'): ask the user, then call resolve_conflict.")
+    async def conflicts() -> Conflicts:
+        with _as_tool_error():
+            found = await scoped.conflicts()
+        return Conflicts(conflicts=[_conflict(c) for c in found])
+
+    @server.tool(description="Settle a conflict: supersedes=true when the later statement replaces the earlier "
+                             "one, false when both stay true.")
+    async def resolve_conflict(new_id: str, old_id: str, supersedes: bool) -> Conflicts:
+        with _as_tool_error():
+            await scoped.own(new_id)
+            await scoped.own(old_id)
+            await memory.resolve_conflict(new_id, old_id, supersedes=supersedes)
+            found = await scoped.conflicts()
+        return Conflicts(conflicts=[_conflict(c) for c in found])
+
     @server.resource(PROFILE_URI, name="profile", mime_type="text/markdown",
-                     description="The user's current facts, preferences and personal details, from their memories.")
+                     description="The user's current facts, preferences and personal details, from their memories, "
+                                 "and the changes not confirmed yet.")
     async def profile() -> str:
-        return render_profile(user_id, await scoped.all())
+        return render_profile(user_id, await scoped.all(), await scoped.conflicts())
 
     return server
 
 
-def render_profile(user_id: str, memories: list[MemoryRecord]) -> str:
-    """The profile page: active, confident facts, preferences and personal details, newest first."""
+def render_profile(user_id: str, memories: list[MemoryRecord], conflicts: Sequence[MemoryConflict] = ()) -> str:
+    """The profile page: active, confident facts, preferences and personal details, newest first; then
+    the open conflicts ("was 50k, possibly now 60k"), and each statement they touch says so."""
     keep = [m for m in memories if m.status == "active" and m.kind in _PROFILE_KINDS
             and m.confidence >= _PROFILE_MIN_CONFIDENCE]
     keep.sort(key=lambda m: m.at, reverse=True)
@@ -198,10 +241,20 @@ def render_profile(user_id: str, memories: list[MemoryRecord]) -> str:
         return "\n".join(lines) + "\n"
     titles = {"personal_info": "Personal details", "fact": "Facts", "preference": "Preferences"}
     shown = keep[:_PROFILE_MAX]
+    disputed = {m.id for c in conflicts for m in (c.old, c.new)}
     for kind in _PROFILE_KINDS:
         group = [m for m in shown if m.kind == kind]
         if group:
-            lines += [f"## {titles[kind]}", *(f"- {m.text} ({m.at.date().isoformat()})" for m in group), ""]
+            lines += [f"## {titles[kind]}", *(f"- {m.text} ({m.at.date().isoformat()})"
+                                              + (" (unconfirmed: see below)" if m.id in disputed else "")
+                                              for m in group), ""]
+    if conflicts:
+        lines.append("## Unconfirmed changes (ask the user, then call resolve_conflict)")
+        for c in conflicts:
+            was = f"was {c.values[0]}, possibly now {c.values[1]}: " if c.values else ""
+            lines.append(f"- {was}\"{c.old.text}\" ({c.old.at.date().isoformat()}, id {c.old.id}) -> "
+                         f"\"{c.new.text}\" ({c.new.at.date().isoformat()}, id {c.new.id})")
+        lines.append("")
     if not shown:
         lines += ["No facts, preferences or personal details among the stored memories yet.", ""]
     lines.append(f"{len(memories)} memories stored; {len(keep)} current profile statements"

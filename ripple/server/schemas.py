@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ripple.models import AddItem
 
-__all__ = ["AddBody", "AddManyBody", "RecallBody", "UpdateBody", "ForgetBody", "PinBody", "Health"]
+__all__ = ["AddBody", "AddManyBody", "RecallBody", "UpdateBody", "ForgetBody", "PinBody", "ResolveBody", "Health"]
 
 _FORBID = ConfigDict(extra="forbid")
 
@@ -68,6 +68,15 @@ class ForgetBody(BaseModel):
 class PinBody(BaseModel):
     model_config = _FORBID
     pinned: bool = True
+
+
+class ResolveBody(BaseModel):
+    """Settle an open conflict between two of the URL's user's memories (either order of ids)."""
+
+    model_config = _FORBID
+    new_id: str
+    old_id: str
+    supersedes: bool = Field(description="true: the later one supersedes the earlier; false: both stay true")
 
 
 class Health(BaseModel):

@@ -165,6 +165,27 @@ def test_profile_slots_commit_and_in_session_override(store_mem: Any) -> None:
     assert slots["location"].history[0].valid_to is not None
 
 
+def test_profile_shows_an_open_conflict_until_it_is_settled(store_mem: Any) -> None:
+    """A supersession the write path was unsure of is shown as such ("was 50k, possibly now 60k"), in
+    English and Chinese, not silently as either value; once settled, the profile says it plainly."""
+    from datetime import datetime, timedelta, timezone
+
+    t0 = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+    (old,) = store_mem.add("Our budget is 50,000 CNY.", user_id="u1", session_id="a", at=t0)
+    (new,) = store_mem.add("The budget for the team dinner is 800 CNY.", user_id="u1", session_id="b",
+                           at=t0 + timedelta(days=1))
+    assert len(store_mem.conflicts(user_id="u1")) == 1
+    s = store_mem.session("u1", "s1")
+    en, zh = s.profile.render(), s.profile.render(language="zh")
+    line = next(x for x in en.splitlines() if "possibly now" in x)
+    assert "800" in line and "50,000" in line, en
+    assert "可能已改为" in zh and "800" in zh, zh
+    context = "".join(m["content"] for m in s.context("What is our budget?").messages)
+    assert "possibly now" in context  # what the agent's model reads
+    store_mem.resolve_conflict(new.id, old.id, supersedes=False)
+    assert "possibly now" not in s.profile.render() and "unconfirmed" not in s.profile.render().lower()
+
+
 # -- working memory --------------------------------------------------------------------------------------------------
 def test_working_memory_versions_steps_notes_and_restart(store_kind: str, tmp_path: Path, embedder: Any,
                                                          extractor: Any) -> None:

@@ -7,7 +7,7 @@ from collections import Counter
 from datetime import datetime, timezone
 
 from benchmarks.datasets import PROJECT_ROOT
-from benchmarks.supersession import Item, Outcome, Turn, closure, load_items, score, summarise
+from benchmarks.supersession import SPLITS, Item, Outcome, Turn, closure, load_items, score, summarise
 
 DATA = PROJECT_ROOT / "benchmarks" / "data" / "supersession" / "supersession-dev.json"
 
@@ -19,15 +19,18 @@ def test_the_labelled_set_is_well_formed() -> None:
     assert langs["en"] == langs["zh"] >= 75
     for it in items:
         n = len(it.turns)
-        assert len(it.status) == n and it.split in ("dev", "heldout")
+        assert len(it.status) == n and it.split in SPLITS
         for a, b in (*it.supersedes, *it.retracts):
             assert 0 <= a < n and 0 <= b < n and a != b
         for a, b in it.supersedes:  # the newer one supersedes, by event time
             assert it.turns[a].at > it.turns[b].at, it.id
         olds = {b for _, b in it.supersedes}
         assert all((s == "superseded") == (k in olds) for k, s in enumerate(it.status) if s != "invalidated"), it.id
-    held = Counter(i.split for i in items)["heldout"] / len(items)
+    first = [i for i in items if i.split != "dev2"]  # the first set's 70/30 split
+    held = Counter(i.split for i in first)["heldout"] / len(first)
     assert 0.25 <= held <= 0.35
+    second = Counter((i.lang, i.cls) for i in items if i.split == "dev2")
+    assert sum(second.values()) >= 80 and {c for _, c in second} == {i.cls for i in first}
 
 
 def _item(n: int, supersedes: tuple[tuple[int, int], ...]) -> Item:

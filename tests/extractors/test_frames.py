@@ -92,3 +92,35 @@ def test_markers_additions_and_restatements(extractor) -> None:
 def test_masked_clause_hides_values(extractor) -> None:
     (frame,) = frames_of(extractor.extract("The Q3 marketing budget is 120k."))
     assert frame.masked == "The CODE marketing budget is NUMBER"
+
+
+@pytest.mark.parametrize("text", [
+    "Gina: Go Jon! Obstacles are inevitable.", "Gina: Wow Jon, same here!", "Thanks, Caroline!",
+    "Good to hear, Mel.", "老周，你好！", "Gina: Sorry about your job Jon, but starting your own business sounds awesome!",
+])
+def test_a_name_said_to_someone_is_no_value(extractor, text: str) -> None:
+    """A vocative says who is spoken to, not what is said (a LoCoMo turn "Go Jon!" was read as a new
+    value of "Dance is my go-to")."""
+    assert not [s for f in frames_of(extractor.extract(text)) for s in f.slots if s.kinds & {"person", "proper"}]
+
+
+def test_a_name_that_is_said_about_stays_a_value(extractor) -> None:
+    for text in ("Maya took over as owner of the billing service.", "Our contact there is Ben Torres now.",
+                 "The new designer is Maya, she starts on Monday.", "Did you know your tutor is Jon, by the way."):
+        assert [s for f in frames_of(extractor.extract(text)) for s in f.slots if s.kinds & {"person", "proper"}], text
+
+
+@pytest.mark.parametrize("text,running", [
+    ("So far we've spent 6,000 euros on the offsite.", True),
+    ("We have 130 people registered so far.", True),
+    ("I have 300 dollars of my allowance left.", True),
+    ("团建目前已经花了四千。", True),
+    ("这个月零花钱还剩三百。", True),
+    ("The offsite budget is 15,000 euros.", False),
+    ("I used to live in Leeds.", False),
+    ("我已经搬去成都了。", False),
+])
+def test_a_running_amount_is_told_apart_from_a_limit(extractor, text: str, running: bool) -> None:
+    """What was spent or used so far, or what is left, is measured against a limit; it is not one."""
+    frames = frames_of(extractor.extract(text))
+    assert frames and any(f.running for f in frames) == running

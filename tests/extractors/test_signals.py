@@ -94,6 +94,9 @@ def test_lowest_cue_wins() -> None:
         ("忘掉这个", ""),
         ("请把预算的事忘掉", "预算"),
         ("当我没说", ""),
+        ("Never mind the bedroom idea.", "the bedroom idea"),
+        ("刚才那句作废。", ""),
+        ("装修的事就别提了", "装修"),
     ],
 )
 def test_retractions(text: str, hint: str) -> None:
@@ -121,6 +124,9 @@ def test_retractions(text: str, hint: str) -> None:
         "你要不要了解一下",
         "你不要了吗？",
         "The plan is to fly to Rome",
+        "Never mind the rain, the trip was great",
+        "这张发票作废了",
+        "工作的事先不说了，聊聊旅行吧",
         "",
     ],
 )
@@ -156,6 +162,12 @@ def test_not_retractions(text: str) -> None:
         "不是周一，是周二",
         "应该是周五才对",
         "更正一下：预算是六万",
+        "Sorry, the 13th, not the 12th.",
+        "Oops, wrong number, it's BA 429.",
+        "Wrong address, sorry: it's accounts@acme.com.",
+        "不好意思，是十三号，不是十二号。",
+        "地址写错了，是建国路86号。",
+        "改成七个人吧，小孙也来。",
     ],
 )
 def test_corrections(text: str) -> None:
@@ -180,6 +192,9 @@ def test_corrections(text: str) -> None:
         "不对吗？",
         "不是我不想去，是没时间",
         "我是工程师",
+        "Something went wrong with the build",
+        "周报改成周四交了。",
+        "他搞错了方向",
         "",
     ],
 )
