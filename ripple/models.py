@@ -116,6 +116,9 @@ class ScoreParts(_Frozen):
     lexical: float = 0.0
     dense: float = 0.0
     late: float = 0.0
+    multilingual: float = Field(
+        0.0, description="cosine in the multilingual route's space (memories in a CJK script; 0 when the route is off)"
+    )
     coverage: float = Field(0.0, description="share of the query's informative words (IDF-weighted) the memory holds")
     activation: float = Field(0.0, description="the spreading channels' weighted sum")
     channels: dict[str, float] = Field(

@@ -111,6 +111,21 @@ class SeedConfig(_Config):
                     " raised R@10 .4875 -> .4975 and cut the embedded first stage's p95 by ~2 ms)",
     )
     query_entities: float = Field(0.0, ge=0, description="activation given to entities named in the query")
+    multilingual: float = Field(
+        1.2, ge=0,
+        description="weight of the multilingual route (memories in a CJK script searched with e5; see"
+                    " ripple.recall.multilingual) in the seed score; 0 leaves the route out of recall",
+    )
+    main_share_cjk: float = Field(
+        1.0, ge=0, le=1,
+        description="share of the main embedder's dense and MaxSim weights a CJK query keeps when the multilingual"
+                    " route runs (the default embedder is English-only)",
+    )
+    lexical_multilingual: float = Field(
+        1.0, ge=0,
+        description="lexical weight of a CJK query when the multilingual route runs (lexical_cjk stands in for a"
+                    " model that reads the language when it does not)",
+    )
 
 
 class ChannelConfig(_Config):
@@ -333,6 +348,9 @@ class RelevanceConfig(_Config):
     top_dense: float = 16.069
     top_coverage: float = 2.886
     cjk: float = -5.054
+    multilingual: float = 0.0
+    top_multilingual: float = 0.0
+    multilingual_route: float = 0.0
     bias: float = -12.481
     floor: float = Field(0.47, ge=0.0, le=1.0, description="the calibrated floor: a hit below it is probably unrelated")
 
