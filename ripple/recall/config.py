@@ -118,8 +118,8 @@ class SeedConfig(_Config):
     )
     main_share_cjk: float = Field(
         1.0, ge=0, le=1,
-        description="share of the main embedder's dense and MaxSim weights a CJK query keeps when the multilingual"
-                    " route runs (the default embedder is English-only)",
+        description="share of the main embedder's dense and MaxSim weights kept for memories the multilingual route"
+                    " scores (memories in a CJK script: the default embedder is English-only)",
     )
     lexical_multilingual: float = Field(
         1.0, ge=0,

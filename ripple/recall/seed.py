@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Generator
+from typing import TYPE_CHECKING, Any, Callable, Generator, Mapping
 
 from graphstore.records import LexicalRows, df_cap
 from graphstore.requests import LexicalRoute, NearestMemories, TokenVectors
@@ -134,16 +134,20 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
     pool_dense = {i: dense[i] for i in pool if i in dense}
     cjk = q.language in CJK_LANGUAGES
     lexical_weight = seed_cfg.lexical_cjk if cjk else seed_cfg.lexical
-    share = 1.0
-    if ml and cjk:  # the multilingual model reads the query's language (see ripple.recall.multilingual)
-        lexical_weight, share = seed_cfg.lexical_multilingual, seed_cfg.main_share_cjk
+    pool_ml = {i: ml[i] for i in pool if i in ml}
+    # Memories in a CJK script are read by the multilingual model: the main embedder's routes keep
+    # main_share_cjk of their weight there, and a CJK query's words weigh lexical_multilingual (see
+    # ripple.recall.multilingual).  Other memories, and every memory of a user without CJK ones, as before.
+    share = {i: seed_cfg.main_share_cjk for i in pool_ml} if seed_cfg.main_share_cjk != 1.0 else {}
+    if ml and cjk:
+        lexical_weight = seed_cfg.lexical_multilingual
     if late and (seed_cfg.late_length_pivot or seed_cfg.dense_length_pivot):
         seed_scores = length_aware_seed(pool_lex, pool_dense, late, doc_tokens, lexical_weight, seed_cfg, share)
     else:
-        seed_scores = weighted_sum(
-            [(lexical_weight, pool_lex), (seed_cfg.dense * share, pool_dense), (seed_cfg.late * share, late)]
-        ) or {i: first.get(i, 0.0) for i in pool}
-    pool_ml = {i: ml[i] for i in pool if i in ml}
+        parts = [(lexical_weight, pool_lex), (seed_cfg.dense, pool_dense), (seed_cfg.late, late)]
+        if share:
+            parts = [(w, minmax(r) if n == 0 else _scaled(r, share)) for n, (w, r) in enumerate(parts)]
+        seed_scores = weighted_sum(parts, normalise=not share) or {i: first.get(i, 0.0) for i in pool}
     if pool_ml:  # (the multilingual route: only where the user has memories in a CJK script)
         for i, s in weighted_sum([(seed_cfg.multilingual, pool_ml)]).items():
             seed_scores[i] = seed_scores.get(i, 0.0) + s
@@ -182,6 +186,11 @@ def seed_stage(q: QueryInput, config: RecallConfig, timer: StageTimer) -> Genera
 # ------------------------------------------------------------------------------------------- scoring helpers
 
 
+def _scaled(scores: dict[str, float], share: Mapping[str, float]) -> dict[str, float]:
+    """Min-max normalised ``scores``, those named in ``share`` scaled by it."""
+    return {i: v * share.get(i, 1.0) for i, v in minmax(scores).items()}
+
+
 def maxsim_blobs(query_tokens: "np.ndarray", blobs: dict[str, bytes], dim: int) -> tuple[dict[str, float], dict[str, int]]:
     """MaxSim of the query against stored (packed) token vectors, and each memory's token count."""
     from ripple.embedding import TOKEN_SCALE, stack_token_blobs
@@ -198,14 +207,14 @@ def length_aware_seed(
     doc_tokens: dict[str, int],
     lexical_weight: float,
     cfg: SeedConfig,
-    share: float = 1.0,
+    share: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """Seed scores with route weights that follow each memory's length (see :class:`SeedConfig`).
 
     A memory of ``n`` content tokens keeps ``min(1, late_pivot / n) ** power``
     of the MaxSim weight, gives the rest to the dense route, and gets
-    ``min(1, n / dense_pivot) ** power`` of the base dense weight.  ``share`` scales both
-    (see :attr:`SeedConfig.main_share_cjk`).
+    ``min(1, n / dense_pivot) ** power`` of the base dense weight.  ``share`` scales both for the
+    memories it names (see :attr:`SeedConfig.main_share_cjk`).
     """
     lex_n, dense_n, late_n = minmax(lexical), minmax(dense), minmax(late)
     late_pivot, dense_pivot = cfg.late_length_pivot, cfg.dense_length_pivot
@@ -215,9 +224,9 @@ def length_aware_seed(
         late_share = min(1.0, late_pivot / n) ** cfg.late_length_power if late_pivot else 1.0
         dense_share = min(1.0, n / dense_pivot) ** cfg.dense_length_power if dense_pivot else 1.0
         w_dense = cfg.dense * dense_share + cfg.late * (1.0 - late_share)
-        if share == 1.0:
+        if share is None or i not in share:
             out[i] = lexical_weight * lex_n.get(i, 0.0) + w_dense * dense_n.get(i, 0.0) + cfg.late * late_share * late_n.get(i, 0.0)
         else:
-            out[i] = lexical_weight * lex_n.get(i, 0.0) + share * (w_dense * dense_n.get(i, 0.0)
-                                                                   + cfg.late * late_share * late_n.get(i, 0.0))
+            out[i] = lexical_weight * lex_n.get(i, 0.0) + share[i] * (w_dense * dense_n.get(i, 0.0)
+                                                                      + cfg.late * late_share * late_n.get(i, 0.0))
     return out
