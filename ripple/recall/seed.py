@@ -149,7 +149,11 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
             parts = [(w, minmax(r) if n == 0 else _scaled(r, share)) for n, (w, r) in enumerate(parts)]
         seed_scores = weighted_sum(parts, normalise=not share) or {i: first.get(i, 0.0) for i in pool}
     if pool_ml:  # (the multilingual route: only where the user has memories in a CJK script)
-        for i, s in weighted_sum([(seed_cfg.multilingual, pool_ml)]).items():
+        # Min-max puts the route's best memory at the top whatever its cosine, which is fair only
+        # against the memories the route could judge: weigh it by the share of the pool it scored
+        # (all of it for a user who writes Chinese; little for a few CJK memories among English ones).
+        weight = seed_cfg.multilingual * len(pool_ml) / len(pool)
+        for i, s in weighted_sum([(weight, pool_ml)]).items():
             seed_scores[i] = seed_scores.get(i, 0.0) + s
     for i in pool:
         seed_scores.setdefault(i, 0.0)

@@ -16,6 +16,7 @@ import pytest
 from ripple import AsyncMemory, Memory, RippleSettings
 from ripple.errors import ModelNotInstalled
 from tests.conftest import need
+from tests.graphstore.test_neo4j import PASSWORD, URI, driver, wipe  # noqa: F401  (driver: a fixture)
 
 # Chinese chat turns: the questions below share no word with their answers (jieba's tokens)
 ZH = [
@@ -59,29 +60,10 @@ def store_uri(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[
     elif request.param == "memory":
         yield "memory://", RippleSettings()
     else:
-        from tests.graphstore.test_neo4j import PASSWORD, URI, wipe
-
         drv = request.getfixturevalue("driver")
         wipe(drv)
         yield URI, RippleSettings(neo4j_password=PASSWORD)
         wipe(drv)
-
-
-@pytest.fixture
-def driver() -> Iterator[Any]:
-    from tests.graphstore.test_neo4j import PASSWORD, URI
-
-    import neo4j
-
-    drv = neo4j.GraphDatabase.driver(URI, auth=("neo4j", PASSWORD), connection_timeout=5,
-                                     notifications_min_severity="OFF")
-    try:
-        drv.verify_connectivity()
-    except Exception as exc:  # noqa: BLE001 - any failure means: no usable server
-        drv.close()
-        need(f"no Neo4j server at {URI} ({type(exc).__name__}: {exc}); run scripts/neo4j.sh start")
-    yield drv
-    drv.close()
 
 
 def _add(mem: Memory, user: str, texts: list[str]) -> None:
