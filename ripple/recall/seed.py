@@ -135,11 +135,17 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
     cjk = q.language in CJK_LANGUAGES
     lexical_weight = seed_cfg.lexical_cjk if cjk else seed_cfg.lexical
     pool_ml = {i: ml[i] for i in pool if i in ml}
+    # Min-max puts the route's best memory at the top whatever its cosine, which is fair only against
+    # the memories the route could judge: it is weighed by the share of the pool it scored (all of it
+    # for a user who writes Chinese), and a question in another script (English) takes it only when
+    # the route judged most of the pool: otherwise the main model, which reads the question, judges more.
+    if pool_ml and not cjk and 2 * len(pool_ml) <= len(pool):
+        pool_ml = {}
     # Memories in a CJK script are read by the multilingual model: the main embedder's routes keep
     # main_share_cjk of their weight there, and a CJK query's words weigh lexical_multilingual (see
     # ripple.recall.multilingual).  Other memories, and every memory of a user without CJK ones, as before.
     share = {i: seed_cfg.main_share_cjk for i in pool_ml} if seed_cfg.main_share_cjk != 1.0 else {}
-    if ml and cjk:
+    if pool_ml and cjk:
         lexical_weight = seed_cfg.lexical_multilingual
     if late and (seed_cfg.late_length_pivot or seed_cfg.dense_length_pivot):
         seed_scores = length_aware_seed(pool_lex, pool_dense, late, doc_tokens, lexical_weight, seed_cfg, share)
@@ -149,9 +155,6 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
             parts = [(w, minmax(r) if n == 0 else _scaled(r, share)) for n, (w, r) in enumerate(parts)]
         seed_scores = weighted_sum(parts, normalise=not share) or {i: first.get(i, 0.0) for i in pool}
     if pool_ml:  # (the multilingual route: only where the user has memories in a CJK script)
-        # Min-max puts the route's best memory at the top whatever its cosine, which is fair only
-        # against the memories the route could judge: weigh it by the share of the pool it scored
-        # (all of it for a user who writes Chinese; little for a few CJK memories among English ones).
         weight = seed_cfg.multilingual * len(pool_ml) / len(pool)
         for i, s in weighted_sum([(weight, pool_ml)]).items():
             seed_scores[i] = seed_scores.get(i, 0.0) + s
@@ -159,7 +162,7 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
         seed_scores.setdefault(i, 0.0)
     cands = {
         i: Candidate(i, seed=s, lexical=lexical.get(i, 0.0), dense=dense.get(i, 0.0), late=late.get(i, 0.0),
-                     multilingual=ml.get(i, 0.0), coverage=routes.coverage.get(i, 0.0))
+                     multilingual=pool_ml.get(i, 0.0), coverage=routes.coverage.get(i, 0.0))
         for i, s in seed_scores.items()
     }
     timer.lap("seed.late_interaction", len(late), pool=len(pool))
