@@ -15,9 +15,14 @@ is exactly what it was.
 
 In the seed stage (:mod:`ripple.recall.seed`) the route is one more score:
 its cosines join the first stage beside the dense route, and the seed score
-adds them with the weight ``SeedConfig.multilingual``.  A CJK query keeps
-``SeedConfig.main_share_cjk`` of the main embedder's dense and MaxSim weights
-(an English model reads Chinese poorly: its routes are mostly noise there).
+adds them (min-max normalised) with the weight ``SeedConfig.multilingual``
+times the share of the pool the route scored.  A question in a non-CJK script
+takes the route only when it scored most of the pool (a Chinese user asking in
+English); a bilingual user's English question is read by the main model.  The
+memories the route scores keep ``SeedConfig.main_share_cjk`` of the main
+embedder's dense and MaxSim weights, and a CJK query's words weigh
+``SeedConfig.lexical_multilingual`` (both 1.0 by default: chosen
+leave-one-conversation-out, see benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
