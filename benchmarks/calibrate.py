@@ -32,7 +32,7 @@ import numpy as np
 
 from benchmarks.datasets import Dataset, Query, default_data_dir
 from ripple.recall.config import RelevanceConfig
-from ripple.recall.relevance import FEATURES, relevance, through_source
+from ripple.recall.relevance import FEATURES, HIT_FEATURES, QUERY_FEATURES, relevance, through_source
 
 __all__ = ["OFF_TOPIC", "collect", "fit_logistic", "choose_floor", "register", "run"]
 
@@ -64,14 +64,14 @@ def collect(ds: Dataset, folder: str, user_now: dict[str, float], k: int, progre
                 clock[0] = user_now.get(user)
                 res = mem.recall(text, user_id=user, k=k, touch=False)
                 signals = next((s.detail for s in res.trace.stages if s.name == "relevance"), {})
-                query_x = [float(signals.get(name, 0.0)) for name in FEATURES[3:]]
+                query_x = [float(signals.get(name, 0.0)) for name in QUERY_FEATURES]
                 qid = q.id if q is not None else f"off-{user}-{n}"
                 gold = set(q.gold) if (q is not None and kind == "own") else set()
                 for h in res.hits:
                     doc = h.memory.metadata.get("doc_id", h.memory.id)
                     rows.append({"q": qid, "asked_of": user, "from": q.user_id if q is not None else None,
                                  "kind": kind, "gold": doc in gold, "via": h.via, "rank": h.rank,
-                                 "x": [h.parts.late, h.parts.dense, h.parts.coverage, *query_x],
+                                 "x": [*(float(getattr(h.parts, name)) for name in HIT_FEATURES), *query_x],
                                  "source": h.path[0].source if h.path else None, "act": h.parts.channels.get(h.via, 0.0),
                                  "id": h.memory.id})
     return rows

@@ -221,7 +221,10 @@ def markdown(tab: Mapping[str, Mapping[str, Mapping[str, float]]], loo: Mapping[
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dataset", default="locomo", help="locomo (one user per conversation), musique, hotpotqa, ...")
+    parser.add_argument("--dataset", default="locomo",
+                        help="locomo (one user per conversation), musique, hotpotqa, zh, zh-probe, ...; comma-separated"
+                             " datasets are pooled (their users are the folds; each is stored in its own"
+                             " --store-cache subfolder)")
     parser.add_argument("--candidates", required=True,
                         help="semicolon-free list separated by ' | ': recipe names or NAME=PATH:VALUE;PATH:VALUE")
     parser.add_argument("--k", type=int, default=25)
@@ -237,9 +240,14 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
 
     candidates = dict(parse_candidate(s.strip()) for s in args.candidates.split("|") if s.strip())
     data_args = argparse.Namespace(sizes=[10_000], users=10, seed=0, n_queries=200, limit=None)
-    (ds,) = list(load_datasets([args.dataset], Path(args.data_dir or default_data_dir()), data_args))
-    with ingested(ds, args.store_cache, not args.no_progress) as (folder, user_now):
-        results = evaluate(ds, candidates, folder=folder, user_now=user_now, k=args.k, progress=not args.no_progress)
+    names = [n.strip() for n in args.dataset.split(",") if n.strip()]
+    results: dict[str, list[dict[str, Any]]] = {n: [] for n in candidates}
+    for ds in load_datasets(names, Path(args.data_dir or default_data_dir()), data_args):
+        cache = args.store_cache / ds.name if args.store_cache is not None and len(names) > 1 else args.store_cache
+        with ingested(ds, cache, not args.no_progress) as (folder, user_now):
+            got = evaluate(ds, candidates, folder=folder, user_now=user_now, k=args.k, progress=not args.no_progress)
+        for n, rows in got.items():
+            results[n].extend(rows)
     tab = table(results)
     loo = loo_choice(results) if len(candidates) > 1 else None
     print(markdown(tab, loo))

@@ -37,6 +37,7 @@ def to_json(rec: StoredMemory | EntityRecord | EdgeRecord) -> dict[str, Any]:
             "mentions": rec.mentions, "last_seen": rec.last_seen, "valid_to": rec.valid_to, "pinned": rec.pinned,
             "terms": list(rec.terms),
             "embedding": _b64(rec.embedding), "token_vectors": _b64(rec.token_vectors),
+            "multilingual": _b64(rec.multilingual),
         }
     if isinstance(rec, EntityRecord):
         return {
@@ -63,6 +64,7 @@ def from_json(obj: dict[str, Any]) -> StoredMemory | EntityRecord | EdgeRecord:
             mentions=int(obj.get("mentions", 1)), last_seen=obj.get("last_seen"), valid_to=obj.get("valid_to"),
             pinned=bool(obj.get("pinned", False)), terms=tuple(obj.get("terms", ())),
             embedding=_unb64(obj.get("embedding")), token_vectors=_unb64(obj.get("token_vectors")),
+            multilingual=_unb64(obj.get("multilingual")),
         )
     if kind == "entity":
         return EntityRecord(

@@ -340,6 +340,20 @@ class InMemoryStore:
         """:meth:`nearest_memories` for each vector (the optional batch capability)."""
         return [self.nearest_memories(user_id, v, k, statuses=statuses) for v in vectors]
 
+    def nearest_multilingual(
+        self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
+    ) -> list[tuple[str, float]]:
+        """:meth:`nearest_memories` over the memories' multilingual vectors (a space of its own)."""
+        with self._locked() as t:
+            rows = [(m.id, m.multilingual) for m in t.memories.values()
+                    if m.user_id == user_id and m.status in statuses and m.multilingual is not None]
+        return _exact_top_k(rows, vector, k)
+
+    def has_multilingual(self, user_id: str) -> bool:
+        """Whether a memory of the user has a multilingual vector."""
+        with self._locked() as t:
+            return any(m.user_id == user_id and m.multilingual is not None for m in t.memories.values())
+
     def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
         """The ``k`` entities of the user whose name embedding is closest to ``vector``, best first."""
         with self._locked() as t:
@@ -525,7 +539,7 @@ def _time_order(m: StoredMemory) -> tuple[float, float, str]:
 
 
 def _without_vectors(m: StoredMemory) -> StoredMemory:
-    return replace(m, embedding=None, token_vectors=None)
+    return replace(m, embedding=None, token_vectors=None, multilingual=None)
 
 
 def _exact_top_k(rows: list[tuple[str, bytes]], vector: "np.ndarray", k: int) -> list[tuple[str, float]]:

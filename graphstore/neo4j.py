@@ -316,6 +316,8 @@ _SCHEMA = [
     "CREATE CONSTRAINT ripple_meta_key IF NOT EXISTS FOR (x:RippleMeta) REQUIRE x.key IS UNIQUE",
     "CREATE INDEX ripple_memory_user IF NOT EXISTS FOR (m:Memory) ON (m.user_id)",
     "CREATE INDEX ripple_memory_session IF NOT EXISTS FOR (m:Memory) ON (m.user_id, m.session_id)",
+    # memories with a multilingual vector also carry the label Multilingual (see _UPSERT_MEMORIES)
+    "CREATE INDEX ripple_multilingual_user IF NOT EXISTS FOR (m:Multilingual) ON (m.user_id)",
     "CREATE INDEX ripple_entity_user IF NOT EXISTS FOR (e:Entity) ON (e.user_id)",
     "CREATE INDEX ripple_entity_key IF NOT EXISTS FOR (e:Entity) ON (e.user_id, e.key)",
     "CREATE INDEX ripple_alias_user IF NOT EXISTS FOR (a:Alias) ON (a.user_id, a.alias)",
@@ -343,7 +345,7 @@ _MEMORY_FIELDS = (
     "valid_to", "pinned",
 )
 _MEMORY_MAP = "{" + ", ".join(f".{f}" for f in _MEMORY_FIELDS) + "}"
-_MEMORY_MAP_VECTORS = _MEMORY_MAP[:-1] + ", .embedding, .token_vectors}"
+_MEMORY_MAP_VECTORS = _MEMORY_MAP[:-1] + ", .embedding, .token_vectors, .multilingual}"
 _ENTITY_MAP = "{.id, .user_id, .name, .key, .label, .aliases}"
 _ENTITY_MAP_VECTORS = "{.id, .user_id, .name, .key, .label, .aliases, .embedding}"
 
@@ -446,6 +448,8 @@ _UPSERT_MEMORIES = """
 UNWIND $rows AS row
 MERGE (m:Memory {id: row.props.id})
 SET m = row.props
+FOREACH (_ IN CASE WHEN row.props.multilingual IS NULL THEN [] ELSE [1] END | SET m:Multilingual)
+FOREACH (_ IN CASE WHEN row.props.multilingual IS NULL THEN [1] ELSE [] END | REMOVE m:Multilingual)
 WITH m, row WHERE row.embedding IS NOT NULL
 CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
 """
@@ -756,6 +760,17 @@ RETURN i, found, floor, hits
 
 _NEAREST = {label: _nearest_cypher(label) for label in _VECTOR_INDEX}
 
+# Multilingual vectors (CJK memories only, a vector space of its own) have no vector index: the
+# search scans the user's Multilingual nodes exactly (scores are (1 + cos) / 2, like the index's).
+_NEAREST_MULTILINGUAL = """
+MATCH (n:Multilingual {user_id: $user})
+WHERE n.status IN $statuses
+WITH n, vector.similarity.cosine(n.multilingual, $vector) AS s WHERE s IS NOT NULL
+ORDER BY s DESC LIMIT $k
+RETURN collect([n.id, s]) AS hits
+"""
+_HAS_MULTILINGUAL = "MATCH (n:Multilingual {user_id: $user}) RETURN n.id AS id LIMIT 1"
+
 # (``coalesce`` keeps the user filter off the relationship index: with it, a planner working from
 # thin statistics seeks every edge of the user and joins on the frontier instead of expanding it)
 _EXPAND = """
@@ -889,6 +904,7 @@ def _memory_row(m: StoredMemory) -> dict[str, Any]:
             "last_seen": m.last_seen, "valid_to": m.valid_to, "valid_to_iso": None if m.valid_to is None else _iso(m.valid_to),
             "pinned": m.pinned,
             "token_vectors": None if m.token_vectors is None else bytes(m.token_vectors),
+            "multilingual": None if m.multilingual is None else _floats(m.multilingual),
         },
         "embedding": None if m.embedding is None else _floats(m.embedding),
     }
@@ -906,6 +922,7 @@ def _memory_record(p: dict[str, Any], *, vectors: bool = False) -> StoredMemory:
         mentions=1 if p.get("mentions") is None else int(p["mentions"]), last_seen=p.get("last_seen"),
         valid_to=p.get("valid_to"), pinned=bool(p.get("pinned") or False),
         embedding=_blob(p.get("embedding")) if vectors else None, token_vectors=None if tv is None else bytes(tv),
+        multilingual=_blob(p.get("multilingual")) if vectors else None,
     )
 
 
@@ -1459,6 +1476,20 @@ class _Neo4jCore:
         hits = yield _Tx(False, body)
         return _cosine_top(hits, k)
 
+    def _plan_nearest_multilingual(
+        self, user_id: str, vector: "np.ndarray", k: int, statuses: Sequence[str]
+    ) -> _Plan[list[tuple[str, float]]]:
+        if k <= 0:
+            return []
+        import numpy as np
+
+        query = np.asarray(vector, dtype=np.float32).tolist()
+        rows = yield _read(_NEAREST_MULTILINGUAL, user=user_id, vector=query, k=int(k), statuses=list(statuses))
+        return _cosine_top(rows[0]["hits"] if rows else [], k)
+
+    def _plan_has_multilingual(self, user_id: str) -> _Plan[bool]:
+        return bool((yield _read(_HAS_MULTILINGUAL, user=user_id)))
+
     def _plan_nearest_batch(
         self, label: Part, user_id: str, vectors: "np.ndarray", k: int, statuses: Sequence[str] = ()
     ) -> _Plan[list[list[tuple[str, float]]]]:
@@ -1866,6 +1897,14 @@ class Neo4jStore(_Neo4jCore):
     def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
         return self._drive(self._plan_nearest("Entity", user_id, vector, k))
 
+    def nearest_multilingual(
+        self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
+    ) -> list[tuple[str, float]]:
+        return self._drive(self._plan_nearest_multilingual(user_id, vector, k, statuses))
+
+    def has_multilingual(self, user_id: str) -> bool:
+        return self._drive(self._plan_has_multilingual(user_id))
+
     def nearest_memories_batch(
         self, user_id: str, vectors: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
     ) -> list[list[tuple[str, float]]]:
@@ -2102,6 +2141,14 @@ class AsyncNeo4jStore(_Neo4jCore):
 
     async def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
         return await self._drive(self._plan_nearest("Entity", user_id, vector, k))
+
+    async def nearest_multilingual(
+        self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
+    ) -> list[tuple[str, float]]:
+        return await self._drive(self._plan_nearest_multilingual(user_id, vector, k, statuses))
+
+    async def has_multilingual(self, user_id: str) -> bool:
+        return await self._drive(self._plan_has_multilingual(user_id))
 
     async def nearest_memories_batch(
         self, user_id: str, vectors: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)

@@ -74,6 +74,10 @@ class StoredMemory:
     terms: tuple[str, ...] = ()  # lexical tokens (BM25 route)
     embedding: bytes | None = None  # float32 sentence vector, L2-normalised
     token_vectors: bytes | None = None  # int8 content-token vectors (MaxSim), see ripple.embedding
+    # float32 multilingual sentence vector (L2-normalised), in a vector space of its own: only memories
+    # whose text is in a CJK script have one (ripple's multilingual route, ripple.recall.multilingual);
+    # searched by GraphStore.nearest_multilingual, never mixed with ``embedding``
+    multilingual: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,8 @@ __all__ = [
     "NearestMemoriesBatch",
     "NearestEntities",
     "NearestEntitiesBatch",
+    "NearestMultilingual",
+    "HasMultilingual",
     "LexicalStats",
     "Postings",
     "LexicalRoute",
@@ -244,6 +246,31 @@ class NearestEntities(StoreRequest[list[tuple[str, float]]]):
 
     def call(self, store: GraphStore) -> list[tuple[str, float]]:
         return store.nearest_entities(self.user_id, self.vector, self.k)
+
+
+@dataclass(frozen=True, slots=True)
+class NearestMultilingual(StoreRequest[list[tuple[str, float]]]):
+    """Nearest memories by their multilingual vectors (ripple's multilingual recall route)."""
+
+    user_id: str
+    vector: "np.ndarray"
+    k: int
+    statuses: Sequence[str] = (ACTIVE,)
+    method: ClassVar[str] = "nearest_multilingual"
+
+    def call(self, store: GraphStore) -> list[tuple[str, float]]:
+        return store.nearest_multilingual(self.user_id, self.vector, self.k, statuses=self.statuses)
+
+
+@dataclass(frozen=True, slots=True)
+class HasMultilingual(StoreRequest[bool]):
+    """Whether any memory of the user has a multilingual vector."""
+
+    user_id: str
+    method: ClassVar[str] = "has_multilingual"
+
+    def call(self, store: GraphStore) -> bool:
+        return store.has_multilingual(self.user_id)
 
 
 @dataclass(frozen=True, slots=True)

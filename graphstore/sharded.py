@@ -84,8 +84,10 @@ from .requests import (
     MemoriesMentioning,
     NearestEntities,
     NearestEntitiesBatch,
+    HasMultilingual,
     NearestMemories,
     NearestMemoriesBatch,
+    NearestMultilingual,
     Postings,
     PutDocument,
     RelatedEdges,
@@ -622,6 +624,14 @@ class ShardedStore(_ShardedCore):
     def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
         return self._drive(self._plan_on_user(user_id, NearestEntities(user_id, vector, k), ids=_ids_of_pairs))
 
+    def nearest_multilingual(self, user_id: str, vector: "np.ndarray", k: int, *,
+                             statuses: Sequence[str] = (ACTIVE,)) -> list[tuple[str, float]]:
+        return self._drive(self._plan_on_user(user_id, NearestMultilingual(user_id, vector, k, statuses),
+                                              ids=_ids_of_pairs))
+
+    def has_multilingual(self, user_id: str) -> bool:
+        return self._drive(self._plan_on_user(user_id, HasMultilingual(user_id)))
+
     def nearest_memories_batch(self, user_id: str, vectors: "np.ndarray", k: int, *,
                                statuses: Sequence[str] = (ACTIVE,)) -> list[list[tuple[str, float]]]:
         return self._drive(self._plan_on_user(user_id, NearestMemoriesBatch(user_id, vectors, k, statuses),
@@ -801,6 +811,14 @@ class AsyncShardedStore(_ShardedCore):
     async def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
         return await self._drive(self._plan_on_user(user_id, NearestEntities(user_id, vector, k),
                                                     ids=_ids_of_pairs))
+
+    async def nearest_multilingual(self, user_id: str, vector: "np.ndarray", k: int, *,
+                                   statuses: Sequence[str] = (ACTIVE,)) -> list[tuple[str, float]]:
+        return await self._drive(self._plan_on_user(user_id, NearestMultilingual(user_id, vector, k, statuses),
+                                                    ids=_ids_of_pairs))
+
+    async def has_multilingual(self, user_id: str) -> bool:
+        return await self._drive(self._plan_on_user(user_id, HasMultilingual(user_id)))
 
     async def nearest_memories_batch(self, user_id: str, vectors: "np.ndarray", k: int, *,
                                      statuses: Sequence[str] = (ACTIVE,)) -> list[list[tuple[str, float]]]:

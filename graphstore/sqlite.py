@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _CHUNK = 900  # stay far below SQLite's host-parameter limit
 
 _SCHEMA = """
@@ -96,10 +96,12 @@ CREATE TABLE IF NOT EXISTS memories (
     terms TEXT NOT NULL,
     doc_len INTEGER NOT NULL,
     embedding BLOB,
-    token_vectors BLOB
+    token_vectors BLOB,
+    multilingual BLOB
 );
 CREATE INDEX IF NOT EXISTS memories_user_at ON memories (user_id, at, created_at);
 CREATE INDEX IF NOT EXISTS memories_session ON memories (user_id, session_id, at, created_at);
+CREATE INDEX IF NOT EXISTS memories_multilingual ON memories (user_id) WHERE multilingual IS NOT NULL;
 CREATE TABLE IF NOT EXISTS entities (
     id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL,
@@ -153,6 +155,7 @@ _MEMORY_COLUMNS = (
     "access_count, last_access, metadata, language, terms, confidence, mentions, last_seen, valid_to, pinned"
 )
 _N_MEMORY_COLUMNS = 20  # (vector columns, when read, follow)
+_VECTOR_COLUMNS = "embedding, token_vectors, multilingual"  # (in StoredMemory's order)
 
 # Version 1 -> 2 added the lifecycle columns (issue #5); their defaults describe an old memory exactly.
 # Version 2 -> 3 copies each memory's length into its postings: BM25 needs it for every posting, and
@@ -175,6 +178,11 @@ _MIGRATIONS = {
     3: [
         "DROP INDEX IF EXISTS edges_dst",
         "CREATE INDEX edges_dst ON edges (dst, type, src, weight, predicate, user_id)",
+    ],
+    # Version 4 -> 5 adds each memory's multilingual vector (CJK memories only; NULL for the rest, which
+    # is what every memory written before it is): the partial index keeps the probe for it cheap.
+    4: [
+        "ALTER TABLE memories ADD COLUMN multilingual BLOB",
     ],
 }
 
@@ -259,6 +267,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._vectors: dict[str, VectorIndex] = {}
         self._entity_vectors: dict[str, VectorIndex] = {}
+        self._multilingual: dict[str, VectorIndex | None] = {}  # user -> its multilingual vectors (None: none)
         self._data_version = -1  # PRAGMA data_version when the caches were last known current
         try:
             self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None, timeout=_LOCK_WAIT)
@@ -387,6 +396,7 @@ class SQLiteStore:
     def _drop_caches(self) -> None:
         self._vectors.clear()
         self._entity_vectors.clear()
+        self._multilingual.clear()
 
     def close(self) -> None:
         with self._lock:
@@ -418,14 +428,14 @@ class SQLiteStore:
             if batch.memories:
                 self._remove_postings(db, [m.id for m in batch.memories])
                 db.executemany(
-                    f"INSERT OR REPLACE INTO memories ({_MEMORY_COLUMNS}, doc_len, embedding, token_vectors)"
-                    f" VALUES ({_qmarks(_N_MEMORY_COLUMNS + 3)})",
+                    f"INSERT OR REPLACE INTO memories ({_MEMORY_COLUMNS}, doc_len, {_VECTOR_COLUMNS})"
+                    f" VALUES ({_qmarks(_N_MEMORY_COLUMNS + 4)})",
                     [
                         (
                             m.id, m.user_id, m.agent_id, m.session_id, m.text, m.at, m.created_at, m.kind,
                             m.importance, m.status, m.access_count, m.last_access, m.metadata_json, m.language,
                             json.dumps(list(m.terms), ensure_ascii=False), m.confidence, m.mentions, m.last_seen,
-                            m.valid_to, int(m.pinned), len(m.terms), m.embedding, m.token_vectors,
+                            m.valid_to, int(m.pinned), len(m.terms), m.embedding, m.token_vectors, m.multilingual,
                         )
                         for m in batch.memories
                     ],
@@ -564,9 +574,9 @@ class SQLiteStore:
             if status == ACTIVE:
                 self._add_postings(db, changed)
             for m in changed:
-                cache = self._vectors.get(m.user_id)
-                if cache is not None:
-                    cache.set_status(m.id, status)
+                for cache in (self._vectors.get(m.user_id), self._multilingual.get(m.user_id)):
+                    if cache is not None:
+                        cache.set_status(m.id, status)
         return len(changed)
 
     def delete_memories(self, memory_ids: Sequence[str]) -> dict[str, int]:
@@ -589,6 +599,7 @@ class SQLiteStore:
             self._adjust_degrees(db, degree_delta)
             for u in users:
                 self._vectors.pop(u, None)
+                self._multilingual.pop(u, None)
         return counts
 
     def delete_user(self, user_id: str) -> dict[str, int]:
@@ -605,11 +616,13 @@ class SQLiteStore:
             db.execute("DELETE FROM documents WHERE user_id=?", (user_id,))
             self._vectors.pop(user_id, None)
             self._entity_vectors.pop(user_id, None)
+            self._multilingual.pop(user_id, None)
         return counts
 
     # -- reads -------------------------------------------------------------------
     @staticmethod
-    def _memory_from_row(r: Sequence[Any], embedding: bytes | None = None, token_vectors: bytes | None = None) -> StoredMemory:
+    def _memory_from_row(r: Sequence[Any], embedding: bytes | None = None, token_vectors: bytes | None = None,
+                         multilingual: bytes | None = None) -> StoredMemory:
         if not isinstance(r[4], str):
             raise ValueError(f"memory {r[0]!r} has a text of type {type(r[4]).__name__}")
         return StoredMemory(
@@ -617,12 +630,13 @@ class SQLiteStore:
             kind=r[7], importance=r[8], status=r[9], access_count=r[10], last_access=r[11],
             metadata_json=r[12], language=r[13], terms=tuple(json.loads(r[14])), confidence=r[15], mentions=r[16],
             last_seen=r[17], valid_to=r[18], pinned=bool(r[19]), embedding=embedding, token_vectors=token_vectors,
+            multilingual=multilingual,
         )
 
     def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredMemory]:
         ids = list(memory_ids)
         found: dict[str, StoredMemory] = {}
-        cols = _MEMORY_COLUMNS + (", embedding, token_vectors" if with_vectors else "")
+        cols = _MEMORY_COLUMNS + (f", {_VECTOR_COLUMNS}" if with_vectors else "")
         with self._read() as db:
             for chunk in _chunks(ids):
                 for r in db.execute(f"SELECT {cols} FROM memories WHERE id IN ({_qmarks(len(chunk))})", tuple(chunk)):
@@ -715,6 +729,13 @@ class SQLiteStore:
                 del self._vectors[user]  # a memory was rewritten without its vector: reload on the next search
             elif cache is not None:
                 cache.upsert((m.id, m.embedding, m.status) for m in mems if m.embedding is not None)
+            if user in self._multilingual:
+                ml = self._multilingual[user]
+                if ml is None or any(m.multilingual is None and m.id in ml.index for m in mems):
+                    if ml is not None or any(m.multilingual is not None for m in mems):
+                        del self._multilingual[user]  # (reloaded on the next search)
+                else:
+                    ml.upsert((m.id, m.multilingual, m.status) for m in mems if m.multilingual is not None)
             ecache = self._entity_vectors.get(user)
             if ecache is not None:
                 ecache.upsert((e.id, e.embedding, ACTIVE) for e in batch.entities
@@ -734,6 +755,24 @@ class SQLiteStore:
             if cache is None:
                 return [[] for _ in range(len(vectors))]
             return cache.search(list(vectors), k, statuses=set(statuses))
+
+    def nearest_multilingual(
+        self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
+    ) -> list[tuple[str, float]]:
+        with self._read() as db:
+            if user_id not in self._multilingual:
+                rows = db.execute(
+                    "SELECT id, multilingual, status FROM memories WHERE user_id=? AND multilingual IS NOT NULL"
+                    " ORDER BY rowid", (user_id,),
+                ).fetchall()
+                self._multilingual[user_id] = VectorIndex.from_rows(rows)
+            cache = self._multilingual[user_id]
+            return [] if cache is None else cache.search([vector], k, statuses=set(statuses))[0]
+
+    def has_multilingual(self, user_id: str) -> bool:
+        with self._read() as db:  # (the partial index memories_multilingual answers it)
+            return db.execute("SELECT 1 FROM memories WHERE user_id=? AND multilingual IS NOT NULL LIMIT 1",
+                              (user_id,)).fetchone() is not None
 
     def _entity_cache(self, db: sqlite3.Connection, user_id: str) -> VectorIndex | None:
         cache = self._entity_vectors.get(user_id)
@@ -874,7 +913,7 @@ class SQLiteStore:
     def export(self, user_id: str) -> Iterator[StoredMemory | EntityRecord | EdgeRecord]:
         with self._read() as db:
             mems = db.execute(
-                f"SELECT {_MEMORY_COLUMNS}, embedding, token_vectors FROM memories WHERE user_id=?"
+                f"SELECT {_MEMORY_COLUMNS}, {_VECTOR_COLUMNS} FROM memories WHERE user_id=?"
                 " ORDER BY at, created_at, id",
                 (user_id,),
             ).fetchall()

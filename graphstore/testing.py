@@ -469,6 +469,44 @@ class GraphStoreConformance:
         assert "m_1" not in [h[0] for h in store.nearest_memories("u1", unit_vector(1, 0), 10)]
         assert "m_1" in [h[0] for h in store.nearest_memories("u1", unit_vector(1, 0), 10, statuses=(ACTIVE, INVALIDATED))]
 
+    def test_multilingual_vectors_are_a_space_of_their_own(self, store: GraphStore) -> None:
+        """Multilingual vectors (CJK memories only) are stored, read back, exported and searched apart
+        from the sentence vectors: a search in one space never scores the other.  If this fails, check
+        that the write stores ``multilingual`` and that ``nearest_multilingual`` reads only it."""
+        from dataclasses import replace
+
+        zh = replace(make_memory("m_zh", text="我对花生过敏", vec=unit_vector(1, 0), terms=("花生", "过敏")),
+                     multilingual=unit_vector(0, 1).tobytes())
+        en = make_memory("m_en", text="Dana signs invoices", vec=unit_vector(0, 1))
+        other = replace(make_memory("m_u2", user="u2", text="我喜欢猫", vec=unit_vector(0, 1)),
+                        multilingual=unit_vector(0, 1).tobytes())
+        assert not store.has_multilingual("u1")
+        store.write(WriteBatch(memories=[en]))
+        assert not store.has_multilingual("u1") and store.nearest_multilingual("u1", unit_vector(0, 1), 5) == []
+        store.write(WriteBatch(memories=[zh, other]))
+        assert store.has_multilingual("u1") and store.has_multilingual("u2") and not store.has_multilingual("nobody")
+        (hit,) = store.nearest_multilingual("u1", unit_vector(0, 1), 5)
+        assert hit[0] == "m_zh" and hit[1] == pytest.approx(1.0, abs=1e-4)  # its multilingual vector, not its embedding
+        assert store.nearest_memories("u1", unit_vector(0, 1), 1)[0][0] == "m_en"  # the sentence space is untouched
+        (got,) = store.get_memories(["m_zh"], with_vectors=True)
+        assert got.multilingual == zh.multilingual and got.embedding == zh.embedding
+        assert store.get_memories(["m_zh"])[0].multilingual is None  # (vectors only when asked for)
+        exported = {r.id: r for r in store.export("u1") if isinstance(r, StoredMemory)}
+        assert exported["m_zh"].multilingual == zh.multilingual and exported["m_en"].multilingual is None
+        assert from_json(to_json(exported["m_zh"])) == exported["m_zh"]
+        store.set_status(["m_zh"], SUPERSEDED)
+        assert store.nearest_multilingual("u1", unit_vector(0, 1), 5) == []
+        assert [h[0] for h in store.nearest_multilingual("u1", unit_vector(0, 1), 5, statuses=(SUPERSEDED,))] == ["m_zh"]
+        store.set_status(["m_zh"], ACTIVE)
+        # rewritten in English (an update): no multilingual vector any more, even right after a search found it
+        store.write(WriteBatch(memories=[replace(zh, text="I am allergic to peanuts", multilingual=None)]))
+        assert store.nearest_multilingual("u1", unit_vector(0, 1), 5) == [] and not store.has_multilingual("u1")
+        store.write(WriteBatch(memories=[zh]))
+        assert [h[0] for h in store.nearest_multilingual("u1", unit_vector(0, 1), 5)] == ["m_zh"]
+        store.delete_memories(["m_zh"])
+        assert store.nearest_multilingual("u1", unit_vector(0, 1), 5) == [] and not store.has_multilingual("u1")
+        assert [h[0] for h in store.nearest_multilingual("u2", unit_vector(0, 1), 5)] == ["m_u2"]
+
     def test_nearest_entities(self, store: GraphStore) -> None:
         self._seed_graph(store)
         assert store.nearest_entities("u1", unit_vector(0, 1), 1)[0][0] == "e_nw"

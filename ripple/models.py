@@ -116,6 +116,9 @@ class ScoreParts(_Frozen):
     lexical: float = 0.0
     dense: float = 0.0
     late: float = 0.0
+    multilingual: float = Field(
+        0.0, description="cosine in the multilingual route's space (memories in a CJK script; 0 when the route is off)"
+    )
     coverage: float = Field(0.0, description="share of the query's informative words (IDF-weighted) the memory holds")
     activation: float = Field(0.0, description="the spreading channels' weighted sum")
     channels: dict[str, float] = Field(
@@ -304,9 +307,10 @@ class _Exported(_Frozen):
         return check.user(v, _limits(info)) if isinstance(v, str) else v
 
 
-def _blob(v: Any, info: ValidationInfo, *, what: str, width: int, whole: bool) -> bytes | None:
+def _blob(v: Any, info: ValidationInfo, *, what: str, width: int, whole: bool, own_space: bool = False) -> bytes | None:
     """A base64 vector blob whose length is ``width`` bytes per dimension (one vector, or ``whole=False``:
-    any number of them)."""
+    any number of them); ``own_space``: a vector of another model (the multilingual one), whose
+    dimension is not the store's."""
     if v is None:
         return None
     if not isinstance(v, str):
@@ -315,7 +319,9 @@ def _blob(v: Any, info: ValidationInfo, *, what: str, width: int, whole: bool) -
         blob = base64.b64decode(v, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise check.InvalidInput(f"{what} is not base64: {exc}") from None
-    dim = info.context.get("dim") if isinstance(info.context, dict) else None
+    dim = info.context.get("dim") if isinstance(info.context, dict) and not own_space else None
+    if own_space and len(blob) % width:
+        raise check.InvalidInput(f"{what} has {len(blob)} bytes, not a whole number of {width}-byte values")
     if isinstance(dim, int) and dim > 0:
         if whole and len(blob) != width * dim:
             raise check.InvalidInput(f"{what} has {len(blob)} bytes; this store's vectors have {width * dim}"
@@ -352,6 +358,7 @@ class ExportedMemory(_Exported):
     terms: tuple[str, ...] = ()
     embedding: bytes | None = None
     token_vectors: bytes | None = None
+    multilingual: bytes | None = None
 
     @field_validator("id", mode="before")
     @classmethod
@@ -406,6 +413,11 @@ class ExportedMemory(_Exported):
     @classmethod
     def _tokens(cls, v: Any, info: ValidationInfo) -> Any:
         return _blob(v, info, what="token_vectors", width=1, whole=False)
+
+    @field_validator("multilingual", mode="before")
+    @classmethod
+    def _multilingual(cls, v: Any, info: ValidationInfo) -> Any:
+        return _blob(v, info, what="multilingual", width=4, whole=True, own_space=True)
 
 
 class ExportedEntity(_Exported):

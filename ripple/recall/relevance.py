@@ -16,7 +16,10 @@ per-query, of two kinds:
   something else), and the best cosine, MaxSim and word share any candidate
   reached (an answerable question has at least one close memory);
 * the query's script: the default embedder (MiniLM) was trained on English,
-  and its cosines between Chinese texts sit on another scale.
+  and its cosines between Chinese texts sit on another scale;
+* the multilingual route (:mod:`ripple.recall.multilingual`), when it ran: the
+  hit's e5 cosine, the best one in the pool, and that it ran at all (e5's
+  cosines sit in a narrow band of their own, ~.7-.9).
 
 A logistic model maps them to a probability; its coefficients are fitted on
 development data by ``python -m benchmarks calibrate`` (see
@@ -36,11 +39,16 @@ from .candidates import Candidate, Seeded
 from .config import RelevanceConfig
 from .query import QueryInput
 
-__all__ = ["QuerySignals", "query_signals", "features", "relevance", "assign_relevance", "through_source", "FEATURES"]
+__all__ = ["QuerySignals", "query_signals", "features", "relevance", "assign_relevance", "through_source", "FEATURES",
+           "HIT_FEATURES", "QUERY_FEATURES"]
 
+#: The hit's own inputs (named as in :class:`~ripple.models.ScoreParts`) ...
+HIT_FEATURES: tuple[str, ...] = ("late", "dense", "coverage", "multilingual")
+#: ... and the query's (named as in :class:`QuerySignals`, which the recall trace's "relevance" stage shows).
+QUERY_FEATURES: tuple[str, ...] = ("known", "names_known", "top_late", "top_dense", "top_coverage", "cjk",
+                                   "top_multilingual", "multilingual_route")
 #: The model's inputs, in the order of :func:`features` (and of RelevanceConfig's weights).
-FEATURES: tuple[str, ...] = ("late", "dense", "coverage", "known", "names_known", "top_late", "top_dense",
-                             "top_coverage", "cjk")
+FEATURES: tuple[str, ...] = HIT_FEATURES + QUERY_FEATURES
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,21 +61,26 @@ class QuerySignals:
     top_dense: float = 0.0
     top_coverage: float = 0.0
     cjk: float = 0.0  # 1 for a query in a CJK script, else 0
+    top_multilingual: float = 0.0  # the best cosine of the multilingual route (0 when it did not run)
+    multilingual_route: float = 0.0  # 1 when the multilingual route ran, else 0
 
 
 def query_signals(q: QueryInput, seeded: Seeded) -> QuerySignals:
     """The query's signals from every scored candidate (the seed pool, not only the hits)."""
     pool = seeded.cands.values()
+    top_multilingual = max((c.multilingual for c in pool), default=0.0)
     return QuerySignals(
         known=seeded.known, names_known=seeded.names_known,
         top_late=max((c.late for c in pool), default=0.0), top_dense=max((c.dense for c in pool), default=0.0),
         top_coverage=max((c.coverage for c in pool), default=0.0), cjk=0.0 if q.language == "en" else 1.0,
+        top_multilingual=top_multilingual, multilingual_route=1.0 if top_multilingual > 0 else 0.0,
     )
 
 
 def features(c: Candidate, s: QuerySignals) -> tuple[float, ...]:
     """The model's inputs for one candidate (see :data:`FEATURES`)."""
-    return c.late, c.dense, c.coverage, s.known, s.names_known, s.top_late, s.top_dense, s.top_coverage, s.cjk
+    return (c.late, c.dense, c.coverage, c.multilingual, s.known, s.names_known, s.top_late, s.top_dense,
+            s.top_coverage, s.cjk, s.top_multilingual, s.multilingual_route)
 
 
 def relevance(x: Sequence[float], cfg: RelevanceConfig) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Generator
+from typing import TYPE_CHECKING, Any, Callable, Generator, Mapping
 
 from graphstore.records import LexicalRows, df_cap
 from graphstore.requests import LexicalRoute, NearestMemories, TokenVectors
@@ -18,6 +18,7 @@ from graphstore.requests import LexicalRoute, NearestMemories, TokenVectors
 from .._requests import CollectQueryVectors, Request
 from .candidates import Candidate, Seeded, StageTimer
 from .config import RecallConfig, SeedConfig, SeedMethod
+from .multilingual import CJK_LANGUAGES, multilingual_route
 from .query import QueryInput, QueryVectors, dense_search, pool_size
 from .scoring import bm25, maxsim_stacked, minmax, rrf, term_coverage, top, weighted_sum
 
@@ -37,6 +38,7 @@ class Routes:
     coverage: dict[str, float]  # share of the query's informative words each memory holds (scoring.term_coverage)
     known: float  # share of them the user's memories hold at all
     names_known: float  # share of the names the query asks about that the user's memories hold
+    multilingual: dict[str, float] = dataclasses.field(default_factory=dict)  # cosine in the multilingual space
 
 
 def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, tuple[QueryInput, Routes]]:
@@ -69,7 +71,10 @@ def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any,
         if early is None:
             early = yield NearestMemories(q.user_id, q.vector, search.pool, search.statuses)
         dense = dict(early)
-    return q, Routes(lexical, dense, n_docs, coverage, known, names_known)
+    multilingual: dict[str, float] = {}
+    if seed_cfg.method == SeedMethod.FUSED and seed_cfg.multilingual > 0:
+        multilingual = yield from multilingual_route(q, pool_size(config, q.k), tuple(config.merge.include_statuses))
+    return q, Routes(lexical, dense, n_docs, coverage, known, names_known, multilingual)
 
 
 # ------------------------------------------------------------------------------------------- seeders
@@ -115,7 +120,8 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
     n = pool_size(config, q.k)
     fl = seed_cfg.first_stage_lexical
     lexical_pool = {i: lexical[i] for i in top(lexical, n)}
-    first = weighted_sum([(fl, lexical_pool), (1 - fl, dense)])
+    ml = routes.multilingual
+    first = weighted_sum([(fl, lexical_pool), (1 - fl, dense), (1 - fl, ml)])
     pool = top(first, n)
     late: dict[str, float] = {}
     doc_tokens: dict[str, int] = {}
@@ -126,18 +132,37 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
         late, doc_tokens = maxsim_blobs(np.asarray(q.tokens, dtype=np.float32), blobs, q.token_dim)
     pool_lex = {i: lexical[i] for i in pool if i in lexical}
     pool_dense = {i: dense[i] for i in pool if i in dense}
-    lexical_weight = seed_cfg.lexical_cjk if q.language in ("zh", "ja", "ko") else seed_cfg.lexical
+    cjk = q.language in CJK_LANGUAGES
+    lexical_weight = seed_cfg.lexical_cjk if cjk else seed_cfg.lexical
+    pool_ml = {i: ml[i] for i in pool if i in ml}
+    # Min-max puts the route's best memory at the top whatever its cosine, which is fair only against
+    # the memories the route could judge: it is weighed by the share of the pool it scored (all of it
+    # for a user who writes Chinese), and a question in another script (English) takes it only when
+    # the route judged most of the pool: otherwise the main model, which reads the question, judges more.
+    if pool_ml and not cjk and 2 * len(pool_ml) <= len(pool):
+        pool_ml = {}
+    # Memories in a CJK script are read by the multilingual model: the main embedder's routes keep
+    # main_share_cjk of their weight there, and a CJK query's words weigh lexical_multilingual (see
+    # ripple.recall.multilingual).  Other memories, and every memory of a user without CJK ones, as before.
+    share = {i: seed_cfg.main_share_cjk for i in pool_ml} if seed_cfg.main_share_cjk != 1.0 else {}
+    if pool_ml and cjk:
+        lexical_weight = seed_cfg.lexical_multilingual
     if late and (seed_cfg.late_length_pivot or seed_cfg.dense_length_pivot):
-        seed_scores = length_aware_seed(pool_lex, pool_dense, late, doc_tokens, lexical_weight, seed_cfg)
+        seed_scores = length_aware_seed(pool_lex, pool_dense, late, doc_tokens, lexical_weight, seed_cfg, share)
     else:
-        seed_scores = weighted_sum(
-            [(lexical_weight, pool_lex), (seed_cfg.dense, pool_dense), (seed_cfg.late, late)]
-        ) or {i: first.get(i, 0.0) for i in pool}
+        parts = [(lexical_weight, pool_lex), (seed_cfg.dense, pool_dense), (seed_cfg.late, late)]
+        if share:
+            parts = [(w, minmax(r) if n == 0 else _scaled(r, share)) for n, (w, r) in enumerate(parts)]
+        seed_scores = weighted_sum(parts, normalise=not share) or {i: first.get(i, 0.0) for i in pool}
+    if pool_ml:  # (the multilingual route: only where the user has memories in a CJK script)
+        weight = seed_cfg.multilingual * len(pool_ml) / len(pool)
+        for i, s in weighted_sum([(weight, pool_ml)]).items():
+            seed_scores[i] = seed_scores.get(i, 0.0) + s
     for i in pool:
         seed_scores.setdefault(i, 0.0)
     cands = {
         i: Candidate(i, seed=s, lexical=lexical.get(i, 0.0), dense=dense.get(i, 0.0), late=late.get(i, 0.0),
-                     coverage=routes.coverage.get(i, 0.0))
+                     multilingual=pool_ml.get(i, 0.0), coverage=routes.coverage.get(i, 0.0))
         for i, s in seed_scores.items()
     }
     timer.lap("seed.late_interaction", len(late), pool=len(pool))
@@ -160,12 +185,17 @@ def seed_stage(q: QueryInput, config: RecallConfig, timer: StageTimer) -> Genera
     """Read the routes, then seed with the configured method; returns the query with its vectors."""
     q, routes = yield from _read_routes(q, config)
     timer.lap("seed.first_stage", len(routes.lexical) + len(routes.dense),
-              lexical=len(routes.lexical), dense=len(routes.dense))
+              lexical=len(routes.lexical), dense=len(routes.dense), multilingual=len(routes.multilingual))
     seeded = yield from SEEDERS[config.seed.method](q, routes, config, timer)
     return q, seeded
 
 
 # ------------------------------------------------------------------------------------------- scoring helpers
+
+
+def _scaled(scores: dict[str, float], share: Mapping[str, float]) -> dict[str, float]:
+    """Min-max normalised ``scores``, those named in ``share`` scaled by it."""
+    return {i: v * share.get(i, 1.0) for i, v in minmax(scores).items()}
 
 
 def maxsim_blobs(query_tokens: "np.ndarray", blobs: dict[str, bytes], dim: int) -> tuple[dict[str, float], dict[str, int]]:
@@ -184,12 +214,14 @@ def length_aware_seed(
     doc_tokens: dict[str, int],
     lexical_weight: float,
     cfg: SeedConfig,
+    share: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """Seed scores with route weights that follow each memory's length (see :class:`SeedConfig`).
 
     A memory of ``n`` content tokens keeps ``min(1, late_pivot / n) ** power``
     of the MaxSim weight, gives the rest to the dense route, and gets
-    ``min(1, n / dense_pivot) ** power`` of the base dense weight.
+    ``min(1, n / dense_pivot) ** power`` of the base dense weight.  ``share`` scales both for the
+    memories it names (see :attr:`SeedConfig.main_share_cjk`).
     """
     lex_n, dense_n, late_n = minmax(lexical), minmax(dense), minmax(late)
     late_pivot, dense_pivot = cfg.late_length_pivot, cfg.dense_length_pivot
@@ -199,5 +231,9 @@ def length_aware_seed(
         late_share = min(1.0, late_pivot / n) ** cfg.late_length_power if late_pivot else 1.0
         dense_share = min(1.0, n / dense_pivot) ** cfg.dense_length_power if dense_pivot else 1.0
         w_dense = cfg.dense * dense_share + cfg.late * (1.0 - late_share)
-        out[i] = lexical_weight * lex_n.get(i, 0.0) + w_dense * dense_n.get(i, 0.0) + cfg.late * late_share * late_n.get(i, 0.0)
+        if share is None or i not in share:
+            out[i] = lexical_weight * lex_n.get(i, 0.0) + w_dense * dense_n.get(i, 0.0) + cfg.late * late_share * late_n.get(i, 0.0)
+        else:
+            out[i] = lexical_weight * lex_n.get(i, 0.0) + share[i] * (w_dense * dense_n.get(i, 0.0)
+                                                                      + cfg.late * late_share * late_n.get(i, 0.0))
     return out

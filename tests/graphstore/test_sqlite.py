@@ -174,6 +174,8 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
     db.execute("ALTER TABLE postings DROP COLUMN doc_len")  # added in version 3
     db.execute("DROP INDEX edges_dst")  # version 4 widened it
     db.execute("CREATE INDEX edges_dst ON edges (dst, type, src, weight)")
+    db.execute("DROP INDEX memories_multilingual")  # version 5 added the multilingual vectors
+    db.execute("ALTER TABLE memories DROP COLUMN multilingual")
     db.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
     db.commit()
     db.close()

@@ -43,11 +43,12 @@ def test_name_tokens_english_and_chinese() -> None:
 
 
 def test_relevance_is_the_logistic_model_of_the_features() -> None:
-    cfg = RelevanceConfig(late=1.0, dense=2.0, coverage=0.0, known=0.0, names_known=0.0, top_late=0.0,
-                          top_dense=0.0, top_coverage=0.0, cjk=-1.0, bias=-1.0)
-    x = (0.5, 0.25, 0.9, 1.0, 1.0, 0.5, 0.5, 0.9, 1.0)
+    cfg = RelevanceConfig(late=1.0, dense=2.0, coverage=0.0, multilingual=4.0, known=0.0, names_known=0.0,
+                          top_late=0.0, top_dense=0.0, top_coverage=0.0, cjk=-1.0, top_multilingual=1.0,
+                          multilingual_route=-2.0, bias=-1.0)
+    x = (0.5, 0.25, 0.9, 0.8, 1.0, 1.0, 0.5, 0.5, 0.9, 1.0, 0.9, 1.0)
     assert len(x) == len(FEATURES)
-    assert relevance(x, cfg) == pytest.approx(1 / (1 + math.exp(-(0.5 + 0.5 - 1.0 - 1.0))))
+    assert relevance(x, cfg) == pytest.approx(1 / (1 + math.exp(-(0.5 + 0.5 + 3.2 - 1.0 + 0.9 - 2.0 - 1.0))))
     assert 0.0 < relevance((-1e6,) * len(FEATURES), RelevanceConfig(late=1.0)) < 1e-20  # no overflow
 
 
