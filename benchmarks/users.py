@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.datasets import PROJECT_ROOT, synthetic
+from benchmarks.metrics import latency_percentiles
 from benchmarks.methods import RippleMethod
 
 OUT = PROJECT_ROOT / "benchmarks" / "results" / "users"
@@ -42,11 +43,6 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", default=None, help="a Neo4j URI instead of a temporary embedded store")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--no-progress", action="store_true")
-
-
-def _pct(values: list[float], q: float) -> float:
-    xs = sorted(values)
-    return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))]
 
 
 def measure(n_users: int, per_user: int, n_queries: int, deletes: int, modes: list[str], store: str | None,
@@ -70,8 +66,9 @@ def measure(n_users: int, per_user: int, n_queries: int, deletes: int, modes: li
             t = time.perf_counter()
             mem.recall(q.text, user_id=q.user_id, k=10, mode=mode, touch=False)
             lat.append((time.perf_counter() - t) * 1000)
-        out["modes"][mode] = {"n": len(lat), "p50_ms": round(_pct(lat, 50), 2), "p95_ms": round(_pct(lat, 95), 2),
-                              "p99_ms": round(_pct(lat, 99), 2), "mean_ms": round(statistics.fmean(lat), 2)}
+        pct = latency_percentiles(lat)  # (the run harness's percentiles: figures comparable with RESULTS.md's)
+        out["modes"][mode] = {"n": len(lat), "p50_ms": round(pct["p50"], 2), "p95_ms": round(pct["p95"], 2),
+                              "p99_ms": round(pct["p99"], 2), "mean_ms": round(pct["mean"], 2)}
     users = sorted({d.user_id for d in ds.docs})
     victims = random.Random(0).sample(users, min(deletes, len(users)))
     times, sizes = [], []
@@ -80,8 +77,8 @@ def measure(n_users: int, per_user: int, n_queries: int, deletes: int, modes: li
         t = time.perf_counter()
         mem.delete_all(user_id=u)
         times.append((time.perf_counter() - t) * 1000)
-    out["delete_all"] = {"n": len(times), "p50_ms": round(_pct(times, 50), 1), "max_ms": round(max(times), 1),
-                         "memories_per_user_p50": _pct([float(s) for s in sizes], 50)}
+    out["delete_all"] = {"n": len(times), "p50_ms": round(statistics.median(times), 1), "max_ms": round(max(times), 1),
+                         "memories_per_user_p50": statistics.median(sizes)}
     method.close()
     return out
 
