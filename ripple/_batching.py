@@ -64,7 +64,7 @@ class BatchEncoder:
     def __init__(self, encode: Encode, *, max_batch: int = MAX_BATCH) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be at least 1, got {max_batch}")
-        self._encode = encode
+        self.encode = encode  # the wrapped call (a baseline without batching is BatchEncoder(b.encode, max_batch=1))
         self._max = max_batch
         self._cond = threading.Condition()
         self._queue: list[_Waiting[tuple[np.ndarray, np.ndarray]]] = []
@@ -91,7 +91,7 @@ class BatchEncoder:
 
     def _run(self, batch: list[_Waiting[tuple[np.ndarray, np.ndarray]]]) -> None:
         try:
-            vectors, tokens = self._encode([w.text for w in batch])
+            vectors, tokens = self.encode([w.text for w in batch])
             results = list(zip(vectors, tokens))
             error: BaseException | None = None
         except BaseException as exc:  # every caller of this batch gets the error, none waits forever
