@@ -7,7 +7,10 @@
 * ``add``: ``session.add`` latency (p50/p95) with the background summariser on, next to plain
   ``mem.add`` of the same texts; and how long the summary jobs ran meanwhile.
 * ``context``: ``session.context(query)`` latency (p50/p95) over a user with 10k memories
-  (query encoding included), embedded store.
+  (query encoding included), embedded store.  The synthetic turns are written with the write path's
+  repeat and supersession rules off (``--lifecycle off``, the default here, as in the recall scale
+  runs): its templated lines state the same attributes with new values, so with the rules on about
+  seven in ten would supersede one another and the user would hold some 2k active memories, not 10k.
 * ``floor``: on LoCoMo dev, the share of top-8 recall hits, and of gold evidence turns among them,
   that pass the relevance floor of context cards (:func:`ripple.agent.relevance.is_relevant`).
 * ``patrol``: precision and recall of shown alerts on the labelled set ``data/agent/patrol/``,
@@ -37,6 +40,8 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memories", type=int, default=10_000, help="context: memories of the user (default 10k)")
     p.add_argument("--queries", type=int, default=100, help="context: queries timed (default 100)")
     p.add_argument("--store", help="a store URI instead of a temporary embedded store")
+    p.add_argument("--lifecycle", choices=["on", "off"], default="off",
+                   help="context: the write path's repeat/supersession rules while ingesting (default off)")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -113,10 +118,11 @@ _FILLER = [
 ]
 
 
-def _memory(args: argparse.Namespace, tmp: str) -> Any:
-    from ripple import Memory
+def _memory(args: argparse.Namespace, tmp: str, *, lifecycle: bool = True) -> Any:
+    from ripple import LifecycleConfig, Memory
 
-    return Memory(store=args.store) if args.store else Memory(path=tmp)
+    rules = None if lifecycle else LifecycleConfig(dedup=False, supersede=False)
+    return Memory(store=args.store, lifecycle=rules) if args.store else Memory(path=tmp, lifecycle=rules)
 
 
 def bench_add(args: argparse.Namespace) -> dict[str, Any]:
@@ -170,12 +176,13 @@ def bench_context(args: argparse.Namespace) -> dict[str, Any]:
     ds = synthetic(args.memories, n_users=1, n_queries=args.queries)
     user = ds.queries[0].user_id
     with tempfile.TemporaryDirectory() as tmp:
-        mem = _memory(args, tmp)
+        mem = _memory(args, tmp, lifecycle=args.lifecycle == "on")
         try:
             t0 = time.perf_counter()
             mem.add_many(({"text": d.text, "user_id": d.user_id, "session_id": d.session_id, "at": d.at}
                           for d in ds.docs), progress=True)
             ingest_s = time.perf_counter() - t0
+            active = mem.stats(user_id=user).get("memories_active", 0)
             s = mem.session(user, "bench", context_window=32_000)
             s.pins.add("The user is allergic to peanuts.")
             for q in ds.queries[:5]:
@@ -197,12 +204,12 @@ def bench_context(args: argparse.Namespace) -> dict[str, Any]:
             s.close()
         finally:
             mem.close()
-    out = {"memories": args.memories, "queries": len(lat), "p50": _pct(lat, .5), "p95": _pct(lat, .95),
+    out = {"memories": args.memories, "active": active, "lifecycle": args.lifecycle, "queries": len(lat), "p50": _pct(lat, .5), "p95": _pct(lat, .95),
            "recall_p50": _pct(recall_ms, .5), "recall_p95": _pct(recall_ms, .95),
            "cards_mean": statistics.mean(cards), "ingest_s": ingest_s}
-    print("| memories | queries | context() p50 / p95 | of which recall p50 / p95 | cards per context |")
-    print("|---|---|---|---|---|")
-    print(f"| {out['memories']:,} | {out['queries']} | {out['p50']:.1f} / {out['p95']:.1f} ms |"
+    print("| memories (active) | write rules | queries | context() p50 / p95 | of which recall p50 / p95 | cards per context |")
+    print("|---|---|---|---|---|---|")
+    print(f"| {out['memories']:,} ({active:,}) | {args.lifecycle} | {out['queries']} | {out['p50']:.1f} / {out['p95']:.1f} ms |"
           f" {out['recall_p50']:.1f} / {out['recall_p95']:.1f} ms | {out['cards_mean']:.1f} |")
     return out
 
