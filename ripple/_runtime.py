@@ -89,6 +89,7 @@ class Runtime:
         self._cross_encoders: dict[str, Any] = {}
         self._query_pool: ThreadPoolExecutor | None = None
         self._batcher: BatchEncoder | None = None  # concurrent queries share encoder calls (ripple._batching)
+        self._multilingual_batcher: BatchEncoder | None = None  # ... and so do their multilingual vectors
         self._recent: OrderedDict[str, tuple[Any, Any]] = OrderedDict()  # text -> (extraction, frames): see frames()
 
     # -- models (loaded on first use) -------------------------------------------------
@@ -135,14 +136,19 @@ class Runtime:
         return self._multilingual
 
     def multilingual_query(self, query: str) -> "np.ndarray":
-        """The query's vector in the multilingual route's space (e5's ``query:`` side)."""
-        from .embedding import QueryEncoder
-
-        model = self.multilingual_model()
+        """The query's vector in the multilingual route's space (e5's ``query:`` side), batched with
+        the concurrent recalls' queries like the main model's (see :meth:`query_encoder`)."""
         with analysing("the query"):
-            if isinstance(model, QueryEncoder):
-                return model.encode_query_with_tokens([query])[0][0]
-            return model.encode([query])[0]
+            return self.multilingual_encoder().encode_one(query)[0]
+
+    def multilingual_encoder(self) -> BatchEncoder:
+        """The multilingual model's query encoding, batched like :meth:`query_encoder`'s."""
+        if self._multilingual_batcher is None:
+            model = self.multilingual_model()
+            with self._lock:
+                if self._multilingual_batcher is None:
+                    self._multilingual_batcher = BatchEncoder(_query_side(model))
+        return self._multilingual_batcher
 
     @property
     def extractor(self) -> "Extractor":
@@ -311,13 +317,10 @@ class Runtime:
     def query_encoder(self) -> BatchEncoder:
         """The embedder's query encoding, batched across the threads that recall at once."""
         if self._batcher is None:
-            from .embedding import QueryEncoder
-
             emb = self.embedder
-            encode = emb.encode_query_with_tokens if isinstance(emb, QueryEncoder) else emb.encode_with_tokens
             with self._lock:
                 if self._batcher is None:
-                    self._batcher = BatchEncoder(encode)
+                    self._batcher = BatchEncoder(_query_side(emb))
         return self._batcher
 
     def _pool(self) -> ThreadPoolExecutor:
@@ -332,3 +335,11 @@ class Runtime:
         pool, self._query_pool = self._query_pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+
+
+def _query_side(model: "Embedder") -> "Callable[[Sequence[str]], tuple[np.ndarray, list[np.ndarray]]]":
+    """A model's query-side encoding, with token vectors: e5 reads a question with its ``query:``
+    prefix (a :class:`~ripple.embedding.QueryEncoder`), every other model as it reads a memory."""
+    from .embedding import QueryEncoder
+
+    return model.encode_query_with_tokens if isinstance(model, QueryEncoder) else model.encode_with_tokens

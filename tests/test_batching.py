@@ -109,3 +109,5 @@ def test_memory_recalls_from_many_threads_share_encoder_calls(mem: Any) -> None:
     assert together == alone
     stats = mem._runtime.query_encoder().stats
     assert stats.queries == 2 * len(QUERIES)
+    # the user holds a Chinese memory: every query also took the multilingual route, batched the same way
+    assert mem._runtime.multilingual_encoder().stats.queries == 2 * len(QUERIES)
