@@ -11,23 +11,28 @@ encoded it.
 
 A query encoded in a batch has the vectors of one encoded alone up to float rounding (the
 padding of a batch is masked out of attention and pooling); tests/test_batching.py checks
-it.  Thread-based on purpose: the sync API's threads and the async API's worker threads (model
+it.  The last queries' vectors are kept (``recent``, 64 by default): an agent's context recalls
+the same question in each scope it reads (the user's memories, the session's), and a question
+asked again is not encoded again.  Thread-based on purpose: the sync API's threads and the async API's worker threads (model
 work always runs in one) meet here alike.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Generic, Sequence, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["BatchEncoder", "MAX_BATCH"]
+__all__ = ["BatchEncoder", "MAX_BATCH", "RECENT"]
 
 #: The most queries one call encodes (more wait for the next call).
 MAX_BATCH = 32
+#: How many of the last queries' vectors are kept (a query asked again is not encoded again).
+RECENT = 64
 
 T = TypeVar("T")
 Encode = Callable[[Sequence[str]], "tuple[np.ndarray, list[np.ndarray]]"]
@@ -48,6 +53,7 @@ class BatchStats:
     calls: int = 0
     queries: int = 0
     largest: int = 0
+    reused: int = 0  # queries answered from the recent ones, without an encoder call
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count(self, n: int) -> None:
@@ -61,11 +67,15 @@ class BatchEncoder:
     """``encode_one(text) -> (sentence vector, token vectors)`` over an ``encode(texts)`` callable,
     batching the callers that wait for it (see the module docstring)."""
 
-    def __init__(self, encode: Encode, *, max_batch: int = MAX_BATCH) -> None:
+    def __init__(self, encode: Encode, *, max_batch: int = MAX_BATCH, recent: int = RECENT) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be at least 1, got {max_batch}")
+        if recent < 0:
+            raise ValueError(f"recent must be at least 0, got {recent}")
         self.encode = encode  # the wrapped call (a baseline without batching is BatchEncoder(b.encode, max_batch=1))
         self._max = max_batch
+        self._keep = recent
+        self._recent: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._cond = threading.Condition()
         self._queue: list[_Waiting[tuple[np.ndarray, np.ndarray]]] = []
         self._busy = False
@@ -74,6 +84,11 @@ class BatchEncoder:
     def encode_one(self, text: str) -> "tuple[np.ndarray, np.ndarray]":
         me: _Waiting[tuple[np.ndarray, np.ndarray]] = _Waiting(text)
         with self._cond:
+            known = self._recent.get(text)
+            if known is not None:
+                self._recent.move_to_end(text)
+                self.stats.reused += 1
+                return known
             self._queue.append(me)
             while self._busy and not me.done:
                 self._cond.wait()
@@ -101,8 +116,25 @@ class BatchEncoder:
             for n, w in enumerate(batch):
                 if error is None:
                     w.value = results[n]
+                    self._remember(w.text, results[n])
                 else:
                     w.error = error
                 w.done = True
             self._busy = False
             self._cond.notify_all()
+
+    def forget(self) -> None:
+        """Drop the recent queries' vectors (for a measurement or a test that wants every query encoded)."""
+        with self._cond:
+            self._recent.clear()
+
+    def _remember(self, text: str, value: "tuple[np.ndarray, np.ndarray]") -> None:
+        """Keep a query's vectors among the recent ones (read-only: every caller shares them)."""
+        if not self._keep:
+            return
+        for array in value:
+            array.flags.writeable = False
+        self._recent[text] = value
+        self._recent.move_to_end(text)
+        while len(self._recent) > self._keep:
+            self._recent.popitem(last=False)

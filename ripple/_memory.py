@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, TypeVar, cast
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
 
 from graphstore import AsyncGraphStore, GraphStore, InProcessStore, as_async, open_store, retries
 
@@ -293,11 +293,13 @@ class Memory(_Client):
         """Every version of a memory (what it superseded and what superseded it), oldest first."""
         return self._drive(ops.history(self._ctx, memory_id))
 
-    def conflicts(self, *, user_id: str) -> list[MemoryConflict]:
+    def conflicts(self, *, user_id: str, limit: int | None = None,
+                  memory_ids: Sequence[str] | None = None) -> list[MemoryConflict]:
         """Open conflicts of a user: pairs of active memories that may state the same thing with a
         different value, which the write path was not sure enough of to supersede ("was 50k, possibly
-        now 60k").  Oldest first; each says which clauses and values were compared and why."""
-        return self._drive(ops.conflicts(self._ctx, user_id))
+        now 60k").  Oldest first; each says which clauses and values were compared and why.
+        ``limit``: the newest ``limit`` only; ``memory_ids``: only those involving these memories."""
+        return self._drive(ops.conflicts(self._ctx, user_id, limit, memory_ids))
 
     def resolve_conflict(self, new_id: str, old_id: str, *, supersedes: bool) -> None:
         """Settle a conflict: ``supersedes=True`` makes the later of the two supersede the earlier
@@ -533,9 +535,10 @@ class AsyncMemory(_Client):
         """See :meth:`Memory.history`."""
         return await self._drive(ops.history(self._ctx, memory_id))
 
-    async def conflicts(self, *, user_id: str) -> list[MemoryConflict]:
+    async def conflicts(self, *, user_id: str, limit: int | None = None,
+                        memory_ids: Sequence[str] | None = None) -> list[MemoryConflict]:
         """See :meth:`Memory.conflicts`."""
-        return await self._drive(ops.conflicts(self._ctx, user_id))
+        return await self._drive(ops.conflicts(self._ctx, user_id, limit, memory_ids))
 
     async def resolve_conflict(self, new_id: str, old_id: str, *, supersedes: bool) -> None:
         """See :meth:`Memory.resolve_conflict`."""

@@ -207,20 +207,39 @@ def history(ctx: OpContext, memory_id: Any) -> Op[list[MemoryRecord]]:
     return [to_model(r) for r in found]
 
 
-def conflicts(ctx: OpContext, user_id: Any) -> Op[list[MemoryConflict]]:
-    """Open conflicts of a user (open CONFLICTS edges between two memories still active), oldest first."""
+def conflicts(ctx: OpContext, user_id: Any, limit: Any = None, memory_ids: Any = None) -> Op[list[MemoryConflict]]:
+    """Open conflicts of a user (open CONFLICTS edges between two memories still active), oldest first.
+
+    ``memory_ids``: only conflicts that involve one of these memories; ``limit``: only the newest
+    ``limit`` of them.  Both keep the cost to what is asked for: a user accumulates open conflicts
+    (and settled ones whose edges stay), and a caller that shows the last few, or checks a few
+    memories, should not fetch and explain every one (edges are read newest first, records in
+    chunks, until ``limit`` open ones are found)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InvalidInput(f"limit must be a positive integer, not {limit!r}")
+    if isinstance(memory_ids, (str, bytes)):
+        raise InvalidInput("memory_ids must be a list of memory ids, not one string")
+    wanted = None if memory_ids is None else {str(i) for i in memory_ids}
     if not (yield from known_user(ctx, user_id)):
         return []
-    edges = [e for e in (yield ListEdges(user_id, [EDGE_CONFLICTS])) if e.weight > 0]
-    ids = sorted({e.src for e in edges} | {e.dst for e in edges})
-    records = {r.id: r for r in (yield GetMemories(ids))} if ids else {}
-    out = []
-    for e in edges:
-        new, old = records.get(e.src), records.get(e.dst)
-        if new is None or old is None or new.status != ACTIVE or old.status != ACTIVE:
-            continue  # settled since: one of them was superseded, forgotten or deleted
-        out.append(_conflict(new, old, e.at))
-    return sorted(out, key=lambda c: (c.at or c.new.at, c.new.id, c.old.id))
+    edges = [e for e in (yield ListEdges(user_id, [EDGE_CONFLICTS]))
+             if e.weight > 0 and (wanted is None or e.src in wanted or e.dst in wanted)]
+    edges.sort(key=lambda e: (e.at or 0.0, e.src, e.dst), reverse=True)  # newest first (the write path dates each)
+    out: list[MemoryConflict] = []
+    step = len(edges) if limit is None else max(8, 2 * limit)
+    for start in range(0, len(edges), max(step, 1)):
+        chunk = edges[start:start + step]
+        ids = sorted({e.src for e in chunk} | {e.dst for e in chunk})
+        records = {r.id: r for r in (yield GetMemories(ids))}
+        for e in chunk:
+            new, old = records.get(e.src), records.get(e.dst)
+            if new is None or old is None or new.status != ACTIVE or old.status != ACTIVE:
+                continue  # settled since: one of them was superseded, forgotten or deleted
+            out.append(_conflict(new, old, e.at))
+        if limit is not None and len(out) >= limit:
+            break
+    out = sorted(out, key=lambda c: (c.at or c.new.at, c.new.id, c.old.id))
+    return out if limit is None else out[-limit:]
 
 
 def _conflict(new: StoredMemory, old: StoredMemory, at: float | None) -> MemoryConflict:

@@ -309,7 +309,7 @@ def test_the_store_decides_where_the_query_is_encoded(tmp_path: Path, extractor,
         assert [(h.memory.id, round(h.parts.dense, 6)) for h in res.hits] == [(h.memory.id, round(h.parts.dense, 6)) for h in own.hits]
         Recording.fail = True
         with pytest.raises(ExtractionError, match="encoder broke") as info:  # typed, the cause chained
-            mem.recall("Where does Dana live?", user_id="u", k=1)
+            mem.recall("Where does Dana's sister live?", user_id="u", k=1)  # (a new question: one asked before is not encoded again)
         assert isinstance(info.value.__cause__, RuntimeError)
     finally:
         mem.close()

@@ -59,6 +59,26 @@ def test_queries_that_wait_are_encoded_together_and_each_gets_its_own() -> None:
     assert enc.stats.queries == len(QUERIES) and enc.stats.largest > 1
 
 
+def test_a_query_asked_again_is_not_encoded_again() -> None:
+    """The recent queries' vectors are kept (an agent's context asks one question of each scope)."""
+    inner = SlowEncoder(delay=0.0)
+    enc = BatchEncoder(inner, recent=2)
+    first = enc.encode_one("hello")
+    assert enc.encode_one("hello") is first and inner.batches == [["hello"]] and enc.stats.reused == 1
+    assert not first[0].flags.writeable  # shared by every caller: nobody may change it
+    enc.encode_one("a"), enc.encode_one("b")  # "hello" is now the oldest of three: dropped
+    enc.encode_one("hello")
+    assert inner.batches == [["hello"], ["a"], ["b"], ["hello"]]
+    enc.forget()
+    enc.encode_one("b")
+    assert inner.batches[-1] == ["b"]
+    plain = BatchEncoder(inner, recent=0)
+    plain.encode_one("c"), plain.encode_one("c")
+    assert inner.batches[-2:] == [["c"], ["c"]] and plain.stats.reused == 0
+    with pytest.raises(ValueError):
+        BatchEncoder(inner, recent=-1)
+
+
 def test_batches_are_capped() -> None:
     inner = SlowEncoder(delay=0.05)
     enc = BatchEncoder(inner, max_batch=3)
@@ -103,6 +123,8 @@ def test_memory_recalls_from_many_threads_share_encoder_calls(mem: Any) -> None:
         "The Northwind deadline is March 3.", "Dana runs procurement at Northwind in Berlin.",
         "我们的预算是五万。", "The venue is the Grand Hyatt.")])
     alone = {q: [h.memory.id for h in mem.recall(q, user_id="u", k=3).hits] for q in QUERIES}
+    mem._runtime.query_encoder().forget()  # encode them again, together this time
+    mem._runtime.multilingual_encoder().forget()
     with ThreadPoolExecutor(8) as pool:
         together = dict(zip(QUERIES, pool.map(lambda q: [h.memory.id for h in mem.recall(q, user_id="u", k=3).hits],
                                                QUERIES)))

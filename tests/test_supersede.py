@@ -163,6 +163,32 @@ def test_both_memories_of_a_conflict_say_so_in_recall_until_it_is_settled(mem: M
     assert mem.get(old.id).status == mem.get(new.id).status == "active"
 
 
+def test_conflicts_limit_keeps_the_newest_and_memory_ids_those_involved(mem: Memory) -> None:
+    """``limit`` and ``memory_ids`` answer what a caller shows (the last few, a few memories' own)
+    without reading every open conflict: the answers are the unlimited list's, cut."""
+    said = ["Our budget is 50,000 CNY.", "The deadline is June 1.", "The venue is the Grand Hyatt.", "Our headcount is 12.",
+            "The budget for the team dinner is 800 CNY.", "The deadline for the Contoso bid is June 20.",
+            "The venue for the dinner is the Hilton.", "The headcount for the Berlin office is 4."]
+    old, *_ = [say(mem, text, n, session=f"s{n}") for n, text in enumerate(said)]
+    every = mem.conflicts(user_id="u1")
+    assert len(every) >= 3 and every == sorted(every, key=lambda c: (c.at, c.new.id, c.old.id))
+    pairs = [(c.new.id, c.old.id) for c in every]
+    assert [(c.new.id, c.old.id) for c in mem.conflicts(user_id="u1", limit=2)] == pairs[-2:]
+    assert [(c.new.id, c.old.id) for c in mem.conflicts(user_id="u1", limit=100)] == pairs
+    one = every[-1].new.id
+    assert [(c.new.id, c.old.id) for c in mem.conflicts(user_id="u1", memory_ids=[one])] == \
+        [p for p in pairs if one in p]
+    assert mem.conflicts(user_id="u1", memory_ids=[]) == []
+    assert len(mem.conflicts(user_id="u1", memory_ids=[old.id])) == sum(old.id in p for p in pairs)
+    mem.resolve_conflict(every[-1].new.id, every[-1].old.id, supersedes=False)  # settled: not among the newest
+    assert [(c.new.id, c.old.id) for c in mem.conflicts(user_id="u1", limit=2)] == pairs[-3:-1]
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(InvalidInput):
+            mem.conflicts(user_id="u1", limit=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        mem.conflicts(user_id="u1", memory_ids=old.id)  # one id, not a list of them
+
+
 def test_a_judge_that_answers_badly_is_a_config_error(tmp_path: Any, embedder: Any, extractor: Any,
                                                       clock: Clock) -> None:
     from ripple.errors import ConfigError

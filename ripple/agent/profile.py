@@ -151,6 +151,11 @@ def _pair(c: Any) -> tuple[str, str]:
     return c.old.text, c.new.text
 
 
+def _newness(c: Any) -> tuple[Any, ...]:
+    """A conflict's place among the newest (the order of ``Memory.conflicts``, whose ``limit`` keeps the newest)."""
+    return (c.at or c.new.at, c.new.id, c.old.id)
+
+
 def _undoubled(values: tuple[SlotValue, ...]) -> list[SlotValue]:
     """The values of a slot, the later value of a conflict whose earlier value is shown too left out
     (the earlier one says "possibly now ...")."""
@@ -206,9 +211,9 @@ class ProfileCore:
             s.tracer.done(span, exc)
             raise
 
-    def _conflicts(self) -> Plan[list[Any]]:
+    def _conflicts(self, **which: Any) -> Plan[list[Any]]:
         try:
-            return list((yield Req("conflicts", (), {"user_id": self._s.access.user_id})))
+            return list((yield Req("conflicts", (), {"user_id": self._s.access.user_id, **which})))
         except Exception:  # noqa: BLE001 - as for facts: nothing stored, nothing open
             return []
 
@@ -219,11 +224,17 @@ class ProfileCore:
         return slots
 
     def _view(self) -> Plan[tuple[list[Slot], list[Any]]]:
-        """The slots and the open conflicts that no slot value shows (see :meth:`view`)."""
+        """The slots and the open conflicts that no slot value shows (see :meth:`view`).
+
+        Only the conflicts a profile can show are read: those involving a slot value's memories,
+        and the newest few others (a user's open conflicts accumulate; every context reads this)."""
         slots = yield from self._slots()
-        conflicts = yield from self._conflicts()
-        unshown = []
-        for c in conflicts:
+        slot_ids = sorted({i for slot in slots for v in slot.current for i in v.memory_ids})
+        touching = (yield from self._conflicts(memory_ids=slot_ids)) if slot_ids else []
+        seen = {(c.new.id, c.old.id) for c in touching}
+        newest = yield from self._conflicts(limit=len(touching) + _UNSHOWN_MAX)
+        unshown = [c for c in newest if (c.new.id, c.old.id) not in seen]
+        for c in touching:
             pair = _pair(c)
             ids = {c.old.id, c.new.id}
             hit = False
@@ -277,7 +288,7 @@ class ProfileCore:
             if slot.current:
                 values = sep.join(_shown(v, slot.name, zh) for v in _undoubled(slot.current))
                 out.append((slot.name, f"- {labels[slot.name]}{colon}{values}"))
-        for c in sorted(unshown, key=lambda c: c.new.at, reverse=True)[:_UNSHOWN_MAX]:
+        for c in sorted(unshown, key=_newness, reverse=True)[:_UNSHOWN_MAX]:
             old, new = _pair(c)
             what = c.frames[0] if c.frames else c.old.text
             out.append(("conflicts", f"- 待确认：{what}（{old}，可能已改为{new}）" if zh else
