@@ -7,7 +7,8 @@ For each backend (the embedded store, Neo4j):
 2. **in-process**: an :class:`ripple.AsyncMemory` in this process answers ``recall`` (the
    conversation's questions, cycled) and ``add`` (its turns again, for a separate user) from
    1, 8 and 32 concurrent callers (asyncio tasks);
-3. **HTTP**: the memory is closed, ``ripple serve`` starts on the same store on 127.0.0.1,
+3. **HTTP**: the memory is closed, ``ripple serve`` starts on the same store on 127.0.0.1
+   (with ``--workers 1,2``: once per setting, ``ripple serve --workers N``),
    and 1, 8 and 32 concurrent clients (``httpx.AsyncClient``, one connection each) send the
    same requests over the loopback interface.
 
@@ -41,7 +42,7 @@ WARM_REQUESTS = 3
 @dataclass
 class Cell:
     backend: str
-    surface: str  # in-process | http
+    surface: str  # in-process | http | http-Nw (``ripple serve --workers N``)
     op: str  # recall | add
     clients: int
     requests: int
@@ -61,6 +62,9 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--turns", type=int, default=0, help="ingest only the first N turns (default all)")
     p.add_argument("--neo4j-uri", default=os.environ.get("RIPPLE_BENCH_NEO4J_URI", "bolt://127.0.0.1:7687"))
     p.add_argument("--neo4j-password", default=os.environ.get("RIPPLE_NEO4J_PASSWORD", "ripple-dev-password"))
+    p.add_argument("--surfaces", default="in-process,http", help="in-process, http or both (default both)")
+    p.add_argument("--workers", default="1", help="`ripple serve --workers` settings for the HTTP cells, comma-separated"
+                                                  " (default 1; e.g. 1,2 measures both in one run)")
     p.add_argument("--store-dir", help="folder for the embedded store (default: a new temporary folder)")
     p.add_argument("--out", type=Path, default=PROJECT_ROOT / "benchmarks" / "results" / "server_load")
 
@@ -85,8 +89,13 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             else:
                 raise SystemExit(f"unknown backend {backend!r} (embedded, neo4j)")
             print(f"[{backend}] {len(turns)} turns, {len(queries)} questions; clients {levels}", file=sys.stderr)
-            cells += asyncio.run(_in_process(backend, store, env, turns, queries, levels, args))
-            cells += _over_http(backend, store, env, turns, queries, levels, args, Path(tmp))
+            surfaces = {x.strip() for x in args.surfaces.split(",") if x.strip()}
+            if surfaces - {"in-process", "http"}:
+                raise SystemExit(f"unknown surface in {args.surfaces!r} (in-process, http)")
+            cells += asyncio.run(_in_process(backend, store, env, turns, queries, levels, args,
+                                             measure="in-process" in surfaces))
+            for workers in ([int(w) for w in str(args.workers).split(",") if w.strip()] if "http" in surfaces else []):
+                cells += _over_http(backend, store, env, turns, queries, levels, args, Path(tmp), workers)
     header = _header(argv, len(turns), len(queries))
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.json"
@@ -104,17 +113,21 @@ def _settings(store: str, env: dict[str, str]) -> Any:
 
 
 async def _in_process(backend: str, store: str, env: dict[str, str], turns: list[Any], queries: list[str],
-                      levels: list[int], args: argparse.Namespace) -> list[Cell]:
+                      levels: list[int], args: argparse.Namespace, measure: bool = True) -> list[Cell]:
+    """Ingest the conversation (for every surface), then, with ``measure``, the in-process cells."""
     from ripple import AsyncMemory
 
-    cells = []
+    cells: list[Cell] = []
+    http = [_http_surface(int(w)) for w in str(args.workers).split(",") if w.strip()]
     async with AsyncMemory(settings=_settings(store, env)) as mem:
-        for user in [RECALL_USER] + [_add_user(s, c) for s in ("in-process", "http") for c in levels]:
+        for user in [RECALL_USER] + [_add_user(s, c) for s in ("in-process", *http) for c in levels]:
             await mem.delete_all(user_id=user)
         t0 = time.perf_counter()
         await mem.add_many([{"text": d.text, "user_id": RECALL_USER, "session_id": d.session_id, "at": d.at}
                             for d in turns])
         print(f"[{backend}] ingested {len(turns)} turns in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        if not measure:
+            return cells
         for n in range(WARM_REQUESTS):
             await mem.recall(queries[n % len(queries)], user_id=RECALL_USER, k=args.k)
         for clients in levels:
@@ -132,16 +145,18 @@ async def _in_process(backend: str, store: str, env: dict[str, str], turns: list
 
 
 def _over_http(backend: str, store: str, env: dict[str, str], turns: list[Any], queries: list[str],
-               levels: list[int], args: argparse.Namespace, tmp: Path) -> list[Cell]:
+               levels: list[int], args: argparse.Namespace, tmp: Path, workers: int = 1) -> list[Cell]:
     from ripple.server.process import child_env, ripple_process
 
-    log = tmp / f"serve-{backend}.log"
-    with ripple_process(store, ["serve", "--log-level", "warning"], log=log, env=child_env(**env)) as server:
-        return asyncio.run(_http_cells(backend, server.url, turns, queries, levels, args))
+    log = tmp / f"serve-{backend}-{workers}.log"
+    command = ["serve", "--log-level", "warning", "--workers", str(workers)]
+    surface = _http_surface(workers)
+    with ripple_process(store, command, log=log, env=child_env(**env)) as server:
+        return asyncio.run(_http_cells(backend, server.url, turns, queries, levels, args, surface, workers))
 
 
 async def _http_cells(backend: str, url: str, turns: list[Any], queries: list[str], levels: list[int],
-                      args: argparse.Namespace) -> list[Cell]:
+                      args: argparse.Namespace, surface: str = "http", workers: int = 1) -> list[Cell]:
     import httpx
 
     cells = []
@@ -152,20 +167,24 @@ async def _http_cells(backend: str, url: str, turns: list[Any], queries: list[st
             if r.status_code >= 300:
                 raise RuntimeError(f"{r.status_code}: {r.text[:200]}")
 
-        for n in range(WARM_REQUESTS):
+        for n in range(WARM_REQUESTS * workers):  # (several workers each load their models on a first request)
             await post(f"/v1/users/{RECALL_USER}/recall", {"query": queries[n % len(queries)], "k": args.k})
         for clients in levels:
             async def recall(n: int) -> None:
                 await post(f"/v1/users/{RECALL_USER}/recall", {"query": queries[n % len(queries)], "k": args.k})
 
-            user = _add_user("http", clients)
+            user = _add_user(surface, clients)
 
             async def add(n: int, user: str = user) -> None:
                 await post(f"/v1/users/{user}/memories", {"text": _add_text(turns, n), "session_id": "load"})
 
-            cells.append(await _cell(backend, "http", "recall", clients, args.requests, recall))
-            cells.append(await _cell(backend, "http", "add", clients, args.requests, add))
+            cells.append(await _cell(backend, surface, "recall", clients, args.requests, recall))
+            cells.append(await _cell(backend, surface, "add", clients, args.requests, add))
     return cells
+
+
+def _http_surface(workers: int) -> str:
+    return "http" if workers == 1 else f"http-{workers}w"
 
 
 def _add_user(surface: str, clients: int) -> str:
@@ -221,13 +240,16 @@ def _percentile(values: list[float], q: float) -> float:
 
 # -- output -------------------------------------------------------------------------------------------------
 def markdown(cells: list[Cell]) -> str:
-    """One row per (backend, op, clients): in-process beside HTTP."""
-    rows = ["| backend | op | clients | in-process req/s | p50 / p95 / p99 ms | HTTP req/s | p50 / p95 / p99 ms |",
-            "|---|---|---|---|---|---|---|"]
+    """One row per (backend, op, clients): in-process beside HTTP (and HTTP with N workers)."""
+    surfaces = list(dict.fromkeys(c.surface for c in cells))
+    names = {"in-process": "in-process", "http": "HTTP"}
+    rows = ["| backend | op | clients | " + " | ".join(
+                f"{names.get(s, 'HTTP, ' + s.split('-')[1][:-1] + ' workers')} req/s | p50 / p95 / p99 ms" for s in surfaces) + " |",
+            "|---|---|---|" + "---|---|" * len(surfaces)]
     index = {(c.backend, c.surface, c.op, c.clients): c for c in cells}
     for backend, op, clients in dict.fromkeys((c.backend, c.op, c.clients) for c in cells):
         row = [backend, op, str(clients)]
-        for surface in ("in-process", "http"):
+        for surface in surfaces:
             c = index.get((backend, surface, op, clients))
             row += ([f"{c.rps:.1f}", f"{c.p50_ms:.1f} / {c.p95_ms:.1f} / {c.p99_ms:.1f}"] if c else ["-", "-"])
         rows.append("| " + " | ".join(row) + " |")

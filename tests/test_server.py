@@ -290,3 +290,45 @@ def test_cli_recall_and_add_via_server_load_no_model(server: ServerProcess, tmp_
                          text=True, env=env, cwd=ROOT, timeout=120)
     assert out.returncode == 2 and out.stderr.startswith("ripple: error: wrong bearer token")
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+# -- several worker processes -------------------------------------------------------------------------
+def _children(pid: int) -> set[int]:
+    """The live child processes of ``pid`` (from /proc)."""
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.add(int(stat.parent.name))
+    return out
+
+
+def test_workers_share_the_port_and_the_store(tmp_path: Path) -> None:
+    """``--workers 2``: two server processes answer on one port, each with its own memory on the one
+    embedded store; what one worker writes, any worker recalls (caches coherent across processes);
+    SIGTERM stops them all gracefully."""
+    command = ["serve", "--workers", "2", "--token", TOKEN, "--log-level", "warning"]
+    with ripple_process(str(tmp_path / "store"), command, log=tmp_path / "server.log") as srv:
+        workers = _children(srv.proc.pid)
+        workers.discard(next((p for p in workers if "resource_tracker" in Path(f"/proc/{p}/cmdline").read_text()), -1))
+        assert len(workers) == 2, workers
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        answered = set()
+        for n in range(12):  # a new connection each time: the kernel hands each to whichever worker accepts
+            with httpx.Client(base_url=srv.url, headers=headers, timeout=120) as fresh:
+                answered.add(fresh.get("/health/live").json()["pid"])
+                if n == 0:
+                    r = fresh.post("/v1/users/w/memories", json={"text": "The Atlas go-live moved to May 9."})
+                    assert r.status_code == 201, r.text
+                    r = fresh.post("/v1/users/w/memories", json={"text": "Atlas 项目的负责人是王芳。"})
+                    assert r.status_code == 201, r.text
+                else:
+                    for query in ("When is the Atlas go-live?", "Atlas 项目谁负责？"):
+                        hits = fresh.post("/v1/users/w/recall", json={"query": query, "k": 2}).json()["hits"]
+                        assert len(hits) == 2, hits
+        assert answered <= workers and answered  # the workers answer, not the supervisor
+        assert srv.stop() == 0
+    assert not any(Path(f"/proc/{p}").exists() for p in workers)

@@ -1,4 +1,10 @@
-"""``ripple serve``: the HTTP API over one AsyncMemory, models loaded once at start-up."""
+"""``ripple serve``: the HTTP API over one AsyncMemory, models loaded once at start-up.
+
+``--workers N`` runs N such processes on one port (uvicorn's supervisor starts them and restarts
+one that dies): a recall is CPU-bound Python under one interpreter lock, so one process serves
+about one core's worth of recalls however many clients wait (RELIABILITY.md, "Under load").
+Each worker opens the same store: SQLite takes several processes (their caches stay coherent),
+and Neo4j is a server.  The models load once per worker."""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ from ripple.server.settings import ServerSettings, check_bind
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    ServerSettings.register_flags(p)
+    ServerSettings.register_flags(p, workers=True)
     p.add_argument("--no-warm", action="store_true", help="report ready before loading the models")
 
 
@@ -20,8 +26,40 @@ def run(args: argparse.Namespace, settings: RippleSettings) -> int:
     from ripple.server import require_extra
 
     require_extra(("fastapi", "uvicorn"), "server", "ripple serve")
+    if listen.workers > 1:
+        return _serve_workers(settings, listen, args)
     asyncio.run(_serve(settings, listen, args))
     return 0
+
+
+def _serve_workers(settings: RippleSettings, listen: ServerSettings, args: argparse.Namespace) -> int:
+    """``listen.workers`` server processes on one socket, each with its own memory on the one store."""
+    import math
+    import os
+
+    import uvicorn
+
+    from ripple.server.app import WORKER_SPEC, worker_spec
+    from ripple.server.run import configure_logging
+
+    configure_logging(args.log_level)
+    asyncio.run(_reachable(settings))  # a bad store is one line here, not N workers failing to start
+    os.environ[WORKER_SPEC] = worker_spec(settings, token=listen.token, max_body_bytes=listen.max_body_bytes,
+                                          warm=not args.no_warm)
+    uvicorn.run("ripple.server.app:worker_app", factory=True, host=listen.host, port=listen.port,
+                workers=listen.workers, log_level=args.log_level, lifespan="on", server_header=False,
+                timeout_graceful_shutdown=math.ceil(listen.graceful_timeout), log_config=None)
+    return 0
+
+
+async def _reachable(settings: RippleSettings) -> None:
+    from ripple import AsyncMemory
+
+    memory = AsyncMemory(settings=settings)
+    try:
+        await memory.stats()
+    finally:
+        await memory.aclose()
 
 
 async def _serve(settings: RippleSettings, listen: ServerSettings, args: argparse.Namespace) -> None:

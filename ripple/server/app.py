@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import uuid
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -47,7 +48,11 @@ from .schemas import AddBody, AddManyBody, ForgetBody, Health, PinBody, RecallBo
 from .settings import DEFAULT_MAX_BODY
 from .warm import warm_up
 
-__all__ = ["create_app", "OPEN_PATHS"]
+__all__ = ["create_app", "worker_app", "OPEN_PATHS", "WORKER_SPEC"]
+
+#: The environment variable through which ``ripple serve --workers N`` tells each worker process
+#: what to serve (uvicorn starts the workers and calls :func:`worker_app` in each).
+WORKER_SPEC = "RIPPLE_SERVE_WORKER_SPEC"
 
 log = logging.getLogger("ripple.server")
 
@@ -169,6 +174,24 @@ def create_app(
     return app
 
 
+def worker_spec(settings: RippleSettings, *, token: str | None, max_body_bytes: int, warm: bool) -> str:
+    """What one worker of ``ripple serve --workers N`` serves, as the JSON :func:`worker_app` reads."""
+    return json.dumps({"settings": settings.model_dump(mode="json"), "token": token,
+                       "max_body_bytes": max_body_bytes, "warm": warm})
+
+
+def worker_app() -> FastAPI:
+    """The app of one ``ripple serve --workers N`` process: uvicorn imports and calls this in each
+    worker.  Each opens its own memory on the one store (the embedded store's caches stay coherent
+    across processes; a Neo4j store is shared anyway) and loads the models once."""
+    raw = os.environ.get(WORKER_SPEC)
+    if not raw:
+        raise RuntimeError(f"{WORKER_SPEC} is not set: worker_app() is started by `ripple serve --workers N`")
+    spec = json.loads(raw)
+    return create_app(RippleSettings.model_validate(spec["settings"]), token=spec["token"],
+                      max_body_bytes=int(spec["max_body_bytes"]), warm=bool(spec["warm"]), close=True)
+
+
 async def _start(state: _State) -> None:
     try:
         if state.warm:
@@ -220,7 +243,7 @@ def _health_router(state: _State) -> APIRouter:
 
     def health(status: str) -> Health:
         return Health(status=status, version=ripple.__version__, in_flight_writes=state.writes.running,
-                      error=state.error)
+                      error=state.error, pid=os.getpid())
 
     @router.get("/live", response_model=Health, summary="the process is up")
     async def live() -> Response:

@@ -85,5 +85,6 @@ class Health(BaseModel):
     status: str = Field(description="alive | ready | starting | failed | stopping")
     version: str
     in_flight_writes: int = Field(0, description="write requests running now (shutdown waits for them)")
+    pid: int | None = Field(None, description="the server process that answered (one of several with --workers)")
     error: dict[str, str] | None = None
 

@@ -36,6 +36,7 @@ class ServerSettings(BaseSettings):
     token: str | None = Field(None, description="bearer token clients must send; none = no auth (loopback only)")
     max_body_bytes: int = Field(DEFAULT_MAX_BODY, ge=1024, description="largest request body accepted (413 above)")
     graceful_timeout: float = Field(30.0, ge=0, description="seconds to let in-flight requests finish on shutdown")
+    workers: int = Field(1, ge=1, le=64, description="server processes sharing the port and the store (ripple serve)")
 
     @field_validator("token")
     @classmethod
@@ -45,13 +46,16 @@ class ServerSettings(BaseSettings):
         return v or None
 
     @staticmethod
-    def register_flags(p: argparse.ArgumentParser, *, port: int = 8420) -> None:
+    def register_flags(p: argparse.ArgumentParser, *, port: int = 8420, workers: bool = False) -> None:
         """The listening flags; each overrides its ``RIPPLE_SERVER_*`` variable."""
         p.add_argument("--host", help="address to listen on (default 127.0.0.1; others need a token)")
         p.add_argument("--port", type=int, help=f"port (default {port}; 0 = any free port)")
         p.add_argument("--token", help="bearer token clients must send (default: $RIPPLE_SERVER_TOKEN; none = no auth)")
         p.add_argument("--max-body-bytes", type=int, help=f"largest request body (default {DEFAULT_MAX_BODY})")
         p.add_argument("--graceful-timeout", type=float, help="seconds for in-flight requests at shutdown (default 30)")
+        if workers:
+            p.add_argument("--workers", type=int, help="server processes on one port and one store (default 1; a recall"
+                                                       " is CPU-bound Python, so one process serves one core's worth)")
         p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
     @classmethod
@@ -59,7 +63,7 @@ class ServerSettings(BaseSettings):
         """Settings from parsed flags over the environment; a bad value is a one-line ConfigError."""
         from pydantic import ValidationError
 
-        names = ("host", "port", "token", "max_body_bytes", "graceful_timeout")
+        names = ("host", "port", "token", "max_body_bytes", "graceful_timeout", "workers")
         given: dict[str, Any] = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
         try:
             made = cls(**given)
