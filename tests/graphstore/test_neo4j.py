@@ -37,7 +37,7 @@ from graphstore.testing import (
     user_entities,
 )
 from ripple.errors import StoreError, StoreUnavailable
-from tests.conftest import need
+from tests.conftest import check_own_server, need
 
 pytestmark = pytest.mark.neo4j
 
@@ -64,6 +64,7 @@ def driver() -> Iterator[Any]:
 
 def wipe(drv: Any) -> None:
     """Empty the database, in batches (a benchmark may have left a graph too big for one transaction)."""
+    check_own_server()
     with drv.session() as session:
         session.run("MATCH ()-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF 20000 ROWS").consume()
         session.run("MATCH (n) CALL (n) { DELETE n } IN TRANSACTIONS OF 20000 ROWS").consume()
