@@ -16,7 +16,12 @@ def _blas_threads() -> set[int]:
 
 
 @pytest.fixture
-def two_blas_threads():
+def two_blas_threads(monkeypatch):
+    # ripple inspects the loaded BLAS libraries once, at its first limit; a library loaded after that (scipy's
+    # own OpenBLAS, say) is not limited. Earlier tests in this process may have made that first limit before
+    # such a library came in (which ones ran first depends on the order, and on the xdist worker), so ripple
+    # looks again here, at the libraries loaded now, as a process that imported them before recalling would.
+    monkeypatch.setattr("ripple._blas._controller", None)
     if not _blas_threads():
         pytest.fail("numpy is not linked against a BLAS threadpoolctl can see")
     with threadpool_limits(2, user_api="blas"):

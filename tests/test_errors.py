@@ -91,7 +91,9 @@ TRIGGERS: dict[type[E.RippleError], Callable[[Memory, Path], Any]] = {
     E.PermissionDenied: lambda mem, tmp: _session(mem, agent_id="helper", access={"user": "writer"}).pins.add("x"),
     E.StoreError: lambda mem, tmp: fast_memory(_damaged_store(tmp, "UPDATE memories SET metadata='{bad'"))
     .get_all(user_id="u1"),
-    E.StoreUnavailable: lambda mem, tmp: Memory(store="bolt://127.0.0.1:1", embedder=HashEmbedder(8)),
+    # (a short retry budget, a public setting: the default 8 s of retries were 8 s of this test's time)
+    E.StoreUnavailable: lambda mem, tmp: Memory(store="bolt://127.0.0.1:1", embedder=HashEmbedder(8),
+                                                settings=RippleSettings(neo4j_retry_seconds=0.5)),
     E.StoreDamaged: lambda mem, tmp: fast_memory(_empty_store_file(tmp)),
     E.SchemaError: lambda mem, tmp: fast_memory(_damaged_store(tmp, "UPDATE meta SET value='x1' WHERE key='schema_version'")),
     E.ExtractionError: lambda mem, tmp: Memory(path=str(tmp / "x"), embedder=HashEmbedder(8), extractor=_Failing())

@@ -49,7 +49,7 @@ def open_memory(kind: str, tmp_path: Path, embedder: Any, extractor: Any, *, asy
     return cls(store=URI, settings=RippleSettings(neo4j_password=PASSWORD), embedder=embedder, extractor=extractor)
 
 
-@pytest.fixture(params=["sqlite", "neo4j"])
+@pytest.fixture(params=["sqlite", pytest.param("neo4j", marks=pytest.mark.neo4j)])
 def store_kind(request: pytest.FixtureRequest) -> Iterator[str]:
     if request.param == "neo4j":
         from tests.graphstore.test_neo4j import wipe
