@@ -1292,8 +1292,9 @@ class _Neo4jCore:
         memory_rows = [_memory_row(m) for m in memories]
         postings, totals = _posting_rows([(m.id, m.user_id, m.terms) for m in memories if m.status == ACTIVE])
         entity_rows = [_entity_row(e) for e in batch.entities]
-        edge_rows = [{"n": n, "type": x.type, "src": x.src, "dst": x.dst, "predicate": x.predicate, "user_id": x.user_id,
-                      "weight": x.weight, "evidence": x.evidence, "at": x.at} for n, x in enumerate(batch.edges)]
+        edge_rows: list[dict[str, Any]] = [
+            {"n": n, "type": x.type, "src": x.src, "dst": x.dst, "predicate": x.predicate, "user_id": x.user_id,
+             "weight": x.weight, "evidence": x.evidence, "at": x.at} for n, x in enumerate(batch.edges)]
         replace = list(dict.fromkeys(replace_mentions_of))
         users = sorted({m.user_id for m in memories} | {e.user_id for e in batch.entities})
         ids = {"memories": [m.id for m in memories], "entities": list(dict.fromkeys(e.id for e in batch.entities))}
