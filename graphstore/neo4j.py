@@ -527,8 +527,9 @@ _WRITE_BATCH = (
 )
 
 
-
-def _edge_parts(rows: Sequence[dict[str, Any]], created: set[str]) -> tuple[dict[str, list[dict[str, Any]]], dict[int, list[int]]]:
+def _edge_parts(
+    rows: Sequence[dict[str, Any]], created: set[str]
+) -> tuple[dict[str, list[dict[str, Any]]], dict[int, list[int]]]:
     """A batch's edge rows as the parameters of :data:`_WRITE_BATCH`'s edge parts, and for each row sent
     the numbers of the batch rows it stands for.
 
