@@ -305,6 +305,18 @@ class InMemoryStore:
             mems = [m for m in t.memories.values() if m.user_id == user_id and m.session_id == session_id]
         return max(mems, key=_time_order).id if mems else None
 
+    def session_tails(self, user_id: str, session_ids: Sequence[str]) -> dict[str, str]:
+        """:meth:`last_memory_in_session` of each session that has memories."""
+        wanted = set(session_ids)
+        with self._locked() as t:
+            mems = [m for m in t.memories.values() if m.user_id == user_id and m.session_id in wanted]
+        out: dict[str, StoredMemory] = {}
+        for m in mems:
+            sid = str(m.session_id)
+            if sid not in out or _time_order(m) > _time_order(out[sid]):
+                out[sid] = m
+        return {sid: m.id for sid, m in out.items()}
+
     def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
         """The user's entities written with one of ``keys`` as key or alias, ordered by id, without vectors."""
         wanted = set(keys)

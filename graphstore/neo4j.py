@@ -137,6 +137,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from array import array
 from collections import Counter
@@ -474,26 +475,95 @@ _EDGE_ENDS = {EDGE_MENTIONS: ("Memory", "Entity"), EDGE_RELATED: ("Entity", "Ent
               EDGE_CONFLICTS: ("Memory", "Memory")}
 
 
-def _upsert_edges_cypher(edge_type: str) -> str:
+def _upsert_edges_cypher(edge_type: str, *, new: bool = False, rows: str = "rows", done: str = "done") -> str:
+    """Upsert the ``$rows`` edges of one type; returns the numbers (``row.n``) of the rows whose two ends exist.
+
+    ``new``: every row joins a node created in the same transaction, so no such edge exists yet and
+    ``CREATE`` does what ``MERGE`` would (the rows must not repeat an edge: :func:`_fold_new_edges`);
+    MERGE costs two relationship scans between the ends and a lock per row."""
     src, dst = _EDGE_ENDS[edge_type]
     weight = "r.weight + row.weight" if edge_type == EDGE_RELATED else "row.weight"
+    upsert = (f"""CREATE (a)-[r:{edge_type} {{predicate: row.predicate, user_id: row.user_id, weight: row.weight,
+    evidence: row.evidence, at: row.at}}]->(b)""" if new else f"""MERGE (a)-[r:{edge_type} {{predicate: row.predicate}}]->(b)
+ON CREATE SET r.user_id = row.user_id, r.weight = row.weight, r.evidence = row.evidence, r.at = row.at
+ON MATCH SET r.weight = {weight}, r.evidence = coalesce(row.evidence, r.evidence), r.at = coalesce(row.at, r.at)""")
     return f"""
-UNWIND $rows AS row
+UNWIND ${rows} AS row
 MATCH (a:{src} {{id: row.src}})
 MATCH (b:{dst} {{id: row.dst}})
-MERGE (a)-[r:{edge_type} {{predicate: row.predicate}}]->(b)
-ON CREATE SET r.user_id = row.user_id, r.weight = row.weight, r.evidence = row.evidence, r.at = row.at
-ON MATCH SET r.weight = {weight}, r.evidence = coalesce(row.evidence, r.evidence), r.at = coalesce(row.at, r.at)
-RETURN collect(row.n) AS done
+{upsert}
+RETURN collect(row.n) AS {done}
 """
 
 
 _UPSERT_EDGES = {t: _upsert_edges_cypher(t) for t in EDGE_TYPES}
 
+
+
 _RECOUNT_DEGREES = """
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
 SET e.degree = COUNT { (e)<-[:MENTIONS]-() }
+"""
+
+
+def _subquery(cypher: str, rows: str) -> str:
+    """A statement over ``$rows`` as a unit subquery over ``$<rows>`` (a part of :data:`_WRITE_BATCH`)."""
+    return "CALL () {" + re.sub(r"\$rows\b", "$" + rows, cypher).rstrip() + "\n}\n"
+
+
+# A whole batch's nodes and edges in one statement (one round trip instead of one per record kind and edge
+# type; the text is fixed, so it is planned once): the memories, their postings and the BM25 totals, the
+# entities, then per edge type the rows that may exist already (MERGE) and the rows that join a node new in
+# this transaction (CREATE), then the degrees of the entities whose MENTIONS changed.  Clauses see the
+# effects of the clauses before them, as the separate statements did.
+_EDGE_PARTS = [(t, new, f"{t.lower()}_{'new' if new else 'old'}") for t in EDGE_TYPES for new in (False, True)]
+_WRITE_BATCH = (
+    _subquery(_UPSERT_MEMORIES, "memories") + _subquery(_ADD_POSTINGS, "postings") + _subquery(_ADD_TOTALS, "totals")
+    + _subquery(_UPSERT_ENTITIES, "entities")
+    + "".join(f"CALL () {{{_upsert_edges_cypher(t, new=new, rows=name, done=name)}}}\n" for t, new, name in _EDGE_PARTS)
+    + _subquery(_RECOUNT_DEGREES.replace("$ids", "$rows"), "dirty")
+    + "RETURN " + ", ".join(name for _, _, name in _EDGE_PARTS)
+)
+
+
+def _edge_parts(
+    rows: Sequence[dict[str, Any]], created: set[str]
+) -> tuple[dict[str, list[dict[str, Any]]], dict[int, list[int]]]:
+    """A batch's edge rows as the parameters of :data:`_WRITE_BATCH`'s edge parts, and for each row sent
+    the numbers of the batch rows it stands for.
+
+    A row with an end in ``created`` (nodes the transaction creates) goes to its type's CREATE part, with
+    the other rows of the same edge folded into it as MERGE would apply them one after another (weights
+    add up on RELATED, the last weight wins elsewhere; a later evidence or time replaces an earlier one);
+    every other row goes to its type's MERGE part unchanged."""
+    parts: dict[str, list[dict[str, Any]]] = {name: [] for _, _, name in _EDGE_PARTS}
+    members: dict[int, list[int]] = {}
+    folded: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for row in rows:
+        members[row["n"]] = [row["n"]]
+        if row["src"] not in created and row["dst"] not in created:
+            parts[f"{row['type'].lower()}_old"].append(row)
+            continue
+        key = (row["type"], row["src"], row["dst"], row["predicate"])
+        into = folded.get(key)
+        if into is None:
+            folded[key] = dict(row)
+            parts[f"{row['type'].lower()}_new"].append(folded[key])
+            continue
+        members[into["n"]].append(members.pop(row["n"])[0])
+        into["weight"] = into["weight"] + row["weight"] if row["type"] == EDGE_RELATED else row["weight"]
+        for field in ("evidence", "at"):
+            if row[field] is not None:
+                into[field] = row[field]
+    return parts, members
+
+
+# which of a batch's memories and entities exist already (the others are created by its write)
+_EXISTING = """
+CALL () { UNWIND $memories AS id MATCH (m:Memory {id: id}) RETURN collect(id) AS memories }
+CALL () { UNWIND $entities AS id MATCH (e:Entity {id: id}) RETURN collect(id) AS entities }
+RETURN memories, entities
 """
 
 _TOUCH = """
@@ -562,6 +632,16 @@ _HAS_MEMORIES = "MATCH (m:Memory {user_id: $user}) RETURN m.id AS id LIMIT 1"
 _LAST_IN_SESSION = """
 MATCH (m:Memory {user_id: $user, session_id: $session})
 RETURN m.id AS id ORDER BY m.at DESC, m.created_at DESC, m.id DESC LIMIT 1
+"""
+
+# the tails of many sessions: each one the top row of an index seek on (user_id, session_id)
+_SESSION_TAILS = """
+UNWIND $sessions AS session
+CALL (session) {
+    MATCH (m:Memory {user_id: $user, session_id: session})
+    RETURN m.id AS id ORDER BY m.at DESC, m.created_at DESC, m.id DESC LIMIT 1
+}
+RETURN collect([session, id]) AS tails
 """
 
 _GET_ENTITIES = """
@@ -1213,41 +1293,39 @@ class _Neo4jCore:
         memory_rows = [_memory_row(m) for m in memories]
         postings, totals = _posting_rows([(m.id, m.user_id, m.terms) for m in memories if m.status == ACTIVE])
         entity_rows = [_entity_row(e) for e in batch.entities]
-        edges: dict[str, list[dict[str, Any]]] = {}
-        for n, x in enumerate(batch.edges):
-            edges.setdefault(x.type, []).append({
-                "n": n, "src": x.src, "dst": x.dst, "predicate": x.predicate, "user_id": x.user_id,
-                "weight": x.weight, "evidence": x.evidence, "at": x.at,
-            })
+        edge_rows: list[dict[str, Any]] = [
+            {"n": n, "type": x.type, "src": x.src, "dst": x.dst, "predicate": x.predicate, "user_id": x.user_id,
+             "weight": x.weight, "evidence": x.evidence, "at": x.at} for n, x in enumerate(batch.edges)]
         replace = list(dict.fromkeys(replace_mentions_of))
         users = sorted({m.user_id for m in memories} | {e.user_id for e in batch.entities})
+        ids = {"memories": [m.id for m in memories], "entities": list(dict.fromkeys(e.id for e in batch.entities))}
 
         def body() -> _Body[dict[str, Revision]]:
             revs = (yield from _bump(users))
             dirty: set[str] = set()
             if replace:
                 dirty.update((yield _Stmt(_DROP_MENTIONS, {"ids": replace}))[0]["dirty"])
-            if memory_rows:
-                yield _Stmt(_REMOVE_POSTINGS, {"ids": [m.id for m in memories]})
-                yield _Stmt(_UPSERT_MEMORIES, {"rows": memory_rows})
-                if totals:
-                    yield _Stmt(_ADD_POSTINGS, {"rows": postings})
-                    yield _Stmt(_ADD_TOTALS, {"rows": totals})
-            if entity_rows:
-                yield _Stmt(_UPSERT_ENTITIES, {"rows": entity_rows})
-            for edge_type, rows in edges.items():
-                done = set((yield _Stmt(_UPSERT_EDGES[edge_type], {"rows": rows}))[0]["done"])
-                if len(done) < len(rows):
-                    missing = [r for r in rows if r["n"] not in done]
-                    src, dst = _EDGE_ENDS[edge_type]
-                    raise StoreError(
-                        f"{len(missing)} {edge_type} edge(s) of the batch join nodes that do not exist"
-                        f" (first: {src} {missing[0]['src']!r} -> {dst} {missing[0]['dst']!r}); nothing was written"
-                    )
-                if edge_type == EDGE_MENTIONS:
-                    dirty.update(r["dst"] for r in rows)
-            if dirty:
-                yield _Stmt(_RECOUNT_DEGREES, {"ids": sorted(dirty)})
+            existing = (yield _Stmt(_EXISTING, ids))[0] if edge_rows or memory_rows else {}
+            if existing and existing["memories"]:  # (a new memory has no postings to remove)
+                yield _Stmt(_REMOVE_POSTINGS, {"ids": existing["memories"]})
+            created = ({*ids["memories"], *ids["entities"]} - {*existing["memories"], *existing["entities"]}
+                       if existing else set())
+            parts, members = _edge_parts(edge_rows, created)
+            dirty.update(r["dst"] for r in edge_rows if r["type"] == EDGE_MENTIONS)
+            if not (memory_rows or entity_rows or edge_rows or dirty):
+                return revs
+            done = (yield _Stmt(_WRITE_BATCH, {
+                "memories": memory_rows, "postings": postings, "totals": totals, "entities": entity_rows,
+                **parts, "dirty": sorted(dirty)}))[0]
+            stored = {n for _, _, name in _EDGE_PARTS for first in done[name] for n in members[first]}
+            missing = [r for r in edge_rows if r["n"] not in stored]
+            if missing:
+                first = missing[0]
+                src, dst = _EDGE_ENDS[first["type"]]
+                raise StoreError(
+                    f"{len(missing)} edge(s) of the batch join nodes that do not exist (first: {first['type']}"
+                    f" {src} {first['src']!r} -> {dst} {first['dst']!r}); nothing was written"
+                )
             return revs
 
         revs = yield _Tx(True, body)
@@ -1356,6 +1434,12 @@ class _Neo4jCore:
     def _plan_last_memory_in_session(self, user_id: str, session_id: str) -> _Plan[str | None]:
         rows = yield _read(_LAST_IN_SESSION, user=user_id, session=session_id)
         return str(rows[0]["id"]) if rows else None
+
+    def _plan_session_tails(self, user_id: str, session_ids: Sequence[str]) -> _Plan[dict[str, str]]:
+        if not session_ids:
+            return {}
+        rows = yield _read(_SESSION_TAILS, user=user_id, sessions=list(dict.fromkeys(session_ids)))
+        return {str(sid): str(mid) for sid, mid in rows[0]["tails"]}
 
     def _plan_get_entities(self, user_id: str, keys: Sequence[str]) -> _Plan[list[EntityRecord]]:
         keys = list(dict.fromkeys(keys))
@@ -1880,6 +1964,9 @@ class Neo4jStore(_Neo4jCore):
     def last_memory_in_session(self, user_id: str, session_id: str) -> str | None:
         return self._drive(self._plan_last_memory_in_session(user_id, session_id))
 
+    def session_tails(self, user_id: str, session_ids: Sequence[str]) -> dict[str, str]:
+        return self._drive(self._plan_session_tails(user_id, session_ids))
+
     def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
         return self._drive(self._plan_get_entities(user_id, keys))
 
@@ -2124,6 +2211,9 @@ class AsyncNeo4jStore(_Neo4jCore):
 
     async def last_memory_in_session(self, user_id: str, session_id: str) -> str | None:
         return await self._drive(self._plan_last_memory_in_session(user_id, session_id))
+
+    async def session_tails(self, user_id: str, session_ids: Sequence[str]) -> dict[str, str]:
+        return await self._drive(self._plan_session_tails(user_id, session_ids))
 
     async def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
         return await self._drive(self._plan_get_entities(user_id, keys))

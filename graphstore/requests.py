@@ -46,6 +46,7 @@ __all__ = [
     "ListMemories",
     "HasMemories",
     "LastMemoryInSession",
+    "SessionTails",
     "GetEntities",
     "EntityNames",
     "Users",
@@ -193,6 +194,16 @@ class LastMemoryInSession(StoreRequest["str | None"]):
 
     def call(self, store: GraphStore) -> str | None:
         return store.last_memory_in_session(self.user_id, self.session_id)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTails(StoreRequest[dict[str, str]]):
+    user_id: str
+    session_ids: Sequence[str]
+    method: ClassVar[str] = "session_tails"
+
+    def call(self, store: GraphStore) -> dict[str, str]:
+        return store.session_tails(self.user_id, self.session_ids)
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,6 +78,7 @@ from .requests import (
     GetMemories,
     HasMemories,
     LastMemoryInSession,
+    SessionTails,
     LexicalStats,
     ListEdges,
     ListMemories,
@@ -607,6 +608,9 @@ class ShardedStore(_ShardedCore):
         return self._drive(self._plan_on_user(user_id, LastMemoryInSession(user_id, session_id),
                                               ids=lambda i: () if i is None else (i,)))
 
+    def session_tails(self, user_id: str, session_ids: Sequence[str]) -> dict[str, str]:
+        return self._drive(self._plan_on_user(user_id, SessionTails(user_id, session_ids), ids=dict.values))
+
     def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
         return self._drive(self._plan_on_user(user_id, GetEntities(user_id, keys), ids=_ids_of_records))
 
@@ -793,6 +797,9 @@ class AsyncShardedStore(_ShardedCore):
     async def last_memory_in_session(self, user_id: str, session_id: str) -> str | None:
         return await self._drive(self._plan_on_user(user_id, LastMemoryInSession(user_id, session_id),
                                                     ids=lambda i: () if i is None else (i,)))
+
+    async def session_tails(self, user_id: str, session_ids: Sequence[str]) -> dict[str, str]:
+        return await self._drive(self._plan_on_user(user_id, SessionTails(user_id, session_ids), ids=dict.values))
 
     async def get_entities(self, user_id: str, keys: Sequence[str]) -> list[EntityRecord]:
         return await self._drive(self._plan_on_user(user_id, GetEntities(user_id, keys), ids=_ids_of_records))

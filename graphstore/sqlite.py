@@ -682,6 +682,10 @@ class SQLiteStore:
             ).fetchone()
         return None if row is None else str(row[0])
 
+    def session_tails(self, user_id: str, session_ids: Sequence[str]) -> dict[str, str]:
+        return {sid: tail for sid in dict.fromkeys(session_ids)
+                if (tail := self.last_memory_in_session(user_id, sid)) is not None}
+
     @staticmethod
     def _entity_from_row(r: Sequence[Any]) -> EntityRecord:
         return EntityRecord(id=r[0], user_id=r[1], name=r[2], key=r[3], label=r[4], aliases=tuple(json.loads(r[5])))

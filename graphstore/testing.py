@@ -547,6 +547,23 @@ class GraphStoreConformance:
         assert [m.id for m in store.list_memories("u1", limit=1, offset=1)] == ["m_2"]
         assert store.last_memory_in_session("u1", "s1") == "m_3"
         assert store.last_memory_in_session("u1", "nope") is None
+
+    def test_session_tails(self, store: GraphStore) -> None:
+        """Many sessions' tails in one request: the same answers as last_memory_in_session one by one
+        (latest event time, then created_at, then id), sessions without memories left out."""
+        self._seed_graph(store)
+        store.write(WriteBatch(memories=[
+            make_memory("m_a", at=50.0, session="会话-1"), make_memory("m_c", at=60.0, session="会话-1"),
+            make_memory("m_b", at=60.0, session="会话-1"),  # same time as m_c: the larger id is the tail
+            make_memory("m_x", at=10.0, session="evening", status=INVALIDATED),  # any status counts
+            make_memory("m_y", user="u2", at=99.0, session="会话-1"),
+        ]))
+        sessions = ["s1", "会话-1", "nope", "evening", "s1"]
+        tails = store.session_tails("u1", sessions)
+        assert tails == {"s1": "m_3", "会话-1": "m_c", "evening": "m_x"}
+        assert tails == {s: t for s in sessions if (t := store.last_memory_in_session("u1", s)) is not None}
+        assert store.session_tails("u2", ["会话-1", "s1"]) == {"会话-1": "m_y", "s1": "m_9"}
+        assert store.session_tails("u1", []) == {} and store.session_tails("nobody", ["s1"]) == {}
         assert store.users() == ["u1", "u2"]
 
     def test_touch_counts_access(self, store: GraphStore) -> None:

@@ -26,7 +26,7 @@ from extractors.timeexpr import resolve_times
 from extractors.normalize import entity_key
 from extractors.text import STOPWORDS_EN, lexical_tokens
 from graphstore.protocol import ACTIVE
-from graphstore.requests import GetEntities, LastMemoryInSession, NearestEntitiesBatch, Write
+from graphstore.requests import GetEntities, NearestEntitiesBatch, SessionTails, Write
 from graphstore.records import (
     EDGE_MENTIONS,
     EDGE_NEXT,
@@ -273,9 +273,10 @@ def ingest_plan(
             sid = prepared[i].item.session_id
             if sid is not None:
                 sessions[sid].append(i)
+        tails = (yield SessionTails(user, list(sessions))) if sessions and replacing is None else {}
         for sid, members in (sessions.items() if replacing is None else ()):
             members.sort(key=lambda i: (prepared[i].at, i))
-            prev = yield LastMemoryInSession(user, sid)
+            prev = tails.get(sid)
             for i in members:
                 if prev is not None:
                     batch.edges.append(EdgeRecord(prev, EDGE_NEXT, mem_ids[i], user, 1.0, at=prepared[i].at))
