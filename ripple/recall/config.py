@@ -147,6 +147,13 @@ class ChannelConfig(_Config):
     )
     frontier_cap: int = Field(400, ge=1, description="strongest nodes kept per hop")
     threshold: float = Field(1e-4, ge=0, description="activation below this stops spreading")
+    source_strength: str = Field(
+        "rank", pattern="^(rank|relevance|sure|floor)$",
+        description="what a source spreads: rank = its score / the best seed's (the best always spreads 1);"
+                    " relevance = its calibrated relevance (ripple.recall.relevance: how likely it holds an"
+                    " answer at all); sure = both multiplied; floor = rank, but only from seeds whose relevance"
+                    " reaches RelevanceConfig.floor",
+    )
 
     #: registered config classes by channel name (filled by ripple.recall.channels.register_channel)
     registry: ClassVar[dict[str, type["ChannelConfig"]]] = {}
