@@ -170,6 +170,11 @@ class SessionChannelConfig(ChannelConfig):
     name: Literal["session"] = "session"
     weight: float = Field(0.45, ge=0)
     sources: int = Field(5, ge=0)
+    # A seed spreads its rank-normalised score times its calibrated relevance: five near-equal weak seeds
+    # (e5's cosines after min-max) no longer flood the top with their neighbours.  On the Chinese set
+    # zh-conv-2 R@10 .812 -> .893, zh-conv-1 .610 -> .603; LoCoMo unchanged (R@10 .798, R@5 .711 -> .714)
+    # (benchmarks/RESULTS.md, "Recall generalisation (issue 17)").
+    source_strength: str = Field("sure", pattern="^(rank|relevance|sure|floor)$")
     weights: tuple[float, ...] = Field((1.0, 0.5, 0.25), description="activation kept 1, 2, 3 turns away")
 
 
@@ -350,20 +355,20 @@ class RelevanceConfig(_Config):
     for memories in a CJK script) and uncalibrated for any other.
     """
 
-    late: float = -0.405
-    dense: float = 0.149
-    coverage: float = 1.958
-    multilingual: float = 75.000
-    known: float = 1.285
-    names_known: float = 3.980
-    top_late: float = 2.626
-    top_dense: float = 20.383
-    top_coverage: float = 2.685
-    cjk: float = -35.461
-    top_multilingual: float = 154.774
-    multilingual_route: float = -172.933
-    bias: float = -15.253
-    floor: float = Field(0.644, ge=0.0, le=1.0, description="the calibrated floor: a hit below it is probably unrelated")
+    late: float = -0.335
+    dense: float = 1.343
+    coverage: float = 3.291
+    multilingual: float = 39.341
+    known: float = 2.067
+    names_known: float = 3.131
+    top_late: float = 0.900
+    top_dense: float = 17.128
+    top_coverage: float = 3.443
+    cjk: float = -19.057
+    top_multilingual: float = 32.375
+    multilingual_route: float = -48.581
+    bias: float = -13.603
+    floor: float = Field(0.555, ge=0.0, le=1.0, description="the calibrated floor: a hit below it is probably unrelated")
 
 
 class RerankMethod(str, Enum):
