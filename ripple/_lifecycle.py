@@ -30,7 +30,8 @@ from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
 from graphstore.records import EDGE_CONFLICTS, EDGE_MENTIONS, EDGE_RETRACTS, EDGE_SUPERSEDES, EdgeRecord, StoredMemory
 
 from ._supersede import (
-    DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, JudgeCase, Verdict, grade, promising, structural_match, worth_parsing,
+    DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, FrameView, JudgeCase, Verdict, can_be_replaced, can_replace, grade, match,
+    promising, view, worth_parsing,
 )
 from graphstore.requests import (
     Expand, GetMemories, LastMemoryInSession, MemoriesMentioning, NearestMemories, NearestMemoriesBatch, RelatedEdges,
@@ -392,25 +393,35 @@ def _statement_plan(
         for m, (frames, speaker) in zip(old_ids, (yield Frames([texts[m][0] for m in old_ids]))):
             old_frames[m], speaker_of[m] = frames, speaker
 
-    # ---- the frames compared, then graded by the cosine of their masked clauses
+    # ---- the frames compared, then graded by the cosine of their masked clauses; each frame is
+    # prepared for comparison once (a memory meets many others: on templated text, nearly every
+    # earlier turn of its template), and a clause that can never replace or be replaced, read alone,
+    # is left out of the pairs (the same test structural_match makes of each pair)
     found: list[tuple[int, str, float, Verdict]] = []
+    old_views = {m: tuple(view(f) for f in frames) for m, frames in old_frames.items()}
+    as_old = {m: tuple(v for v in views if can_be_replaced(v)) for m, views in old_views.items()}
+    as_new = {m: tuple(v for v in views if v.promising and can_replace(v)) for m, views in old_views.items()}
     for i, frames in new_frames.items():
         speaker = prepared[i].extraction.extra.get("speaker")
         targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == speaker]
         targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i] if speaker_of[mem_ids[j]] == speaker]
-        mine: tuple[Any, ...] | None = None
+        if not targets:
+            continue
+        mine_new = tuple(v for v in map(view, frames) if can_replace(v))
+        mine_old: tuple[FrameView, ...] | None = None
         for target, at in targets:
-            theirs = old_frames[target]
             if at <= prepared[i].at:
-                pairs = [(old, new) for old in theirs for new in frames]
+                olds, news = as_old[target], mine_new
             else:
-                if mine is None:
+                if mine_old is None:
                     ((mine, _),) = yield Frames([prepared[i].item.text])
-                pairs = [(old, new) for old in mine for new in theirs if promising(new)]
-            for old, new in pairs:
-                v = structural_match(old, new, multi_valued=cfg.multi_valued)
-                if v is not None:
-                    found.append((i, target, at, v))
+                    mine_old = tuple(v for v in map(view, mine) if can_be_replaced(v))
+                olds, news = mine_old, as_new[target]
+            for old in olds:
+                for new in news:
+                    v = match(old, new, multi_valued=cfg.multi_valued)
+                    if v is not None:
+                        found.append((i, target, at, v))
     if not found:
         return
     masked = sorted({t for *_, v in found for t in (v.old_masked, v.new_masked)})
