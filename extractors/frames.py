@@ -550,6 +550,19 @@ def content_words(text: str, lang: str) -> list[str]:
 
 
 def _words(text: str, lang: str) -> list[str]:
+    if lang != "zh" and not has_cjk(text):
+        return list(_latin_words(text))
+    return _segmented_words(text, lang)
+
+
+@functools.lru_cache(maxsize=1 << 14)  # a text's names and phrases are read again in each frame that holds them
+def _latin_words(text: str) -> tuple[str, ...]:
+    """:func:`_words` of a text without Han script (a function of the text alone; Han goes through
+    jieba, whose dictionary an application may change, so it is not cached)."""
+    return tuple(_segmented_words(text, "en"))
+
+
+def _segmented_words(text: str, lang: str) -> list[str]:
     if lang == "zh":
         out = []
         for w in _jieba().lcut(text):
