@@ -31,7 +31,7 @@ from graphstore.records import EDGE_CONFLICTS, EDGE_MENTIONS, EDGE_RETRACTS, EDG
 
 from ._supersede import (
     DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, FrameView, JudgeCase, Verdict, can_be_replaced, can_replace, grade, match,
-    promising, view, worth_parsing,
+    worth_parsing,
 )
 from graphstore.requests import (
     Expand, GetMemories, LastMemoryInSession, MemoriesMentioning, NearestMemories, NearestMemoriesBatch, RelatedEdges,
@@ -321,10 +321,10 @@ def _statement_plan(
              and not d.notes.get(i, {}).get("corrects") and _title_key(prepared[i].item.text) is None]
     framed = (yield Frames([prepared[i].item.text for i in items])) if items else []
     new_frames: dict[int, tuple[Any, ...]] = {}
-    for i, (frames, _speaker) in zip(items, framed):
-        frames = tuple(f for f in frames if promising(f))
-        if frames:
-            new_frames[i] = frames
+    for i, (views, _speaker) in zip(items, framed):
+        views = tuple(v for v in views if v.promising)
+        if views:
+            new_frames[i] = views
     if not new_frames:
         return
     in_batch = set(mem_ids)
@@ -377,7 +377,7 @@ def _statement_plan(
     titled = {m: _title_key(text) is not None for m, (text, _) in texts.items()}
     numbers = {m: numbered_names(text) for m, (text, _) in texts.items()}
     for i, frames in new_frames.items():
-        test = worth_parsing(frames, prepared[i].extraction, terms[i])
+        test = worth_parsing([v.frame for v in frames], prepared[i].extraction, terms[i])
         numbered = numbered_names(prepared[i].item.text)
 
         def replaceable(m: str) -> bool:
@@ -401,16 +401,15 @@ def _statement_plan(
     # earlier turn of its template), and a clause that can never replace or be replaced, read alone,
     # is left out of the pairs (the same test structural_match makes of each pair)
     found: list[tuple[int, str, float, Verdict]] = []
-    old_views = {m: tuple(view(f) for f in frames) for m, frames in old_frames.items()}
-    as_old = {m: tuple(v for v in views if can_be_replaced(v)) for m, views in old_views.items()}
-    as_new = {m: tuple(v for v in views if v.promising and can_replace(v)) for m, views in old_views.items()}
+    as_old = {m: tuple(v for v in views if can_be_replaced(v)) for m, views in old_frames.items()}
+    as_new = {m: tuple(v for v in views if v.promising and can_replace(v)) for m, views in old_frames.items()}
     for i, frames in new_frames.items():
         speaker = prepared[i].extraction.extra.get("speaker")
         targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == speaker]
         targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i] if speaker_of[mem_ids[j]] == speaker]
         if not targets:
             continue
-        mine_new = tuple(v for v in map(view, frames) if can_replace(v))
+        mine_new = tuple(v for v in frames if can_replace(v))
         mine_old: tuple[FrameView, ...] | None = None
         for target, at in targets:
             if at <= prepared[i].at:
@@ -418,7 +417,7 @@ def _statement_plan(
             else:
                 if mine_old is None:
                     ((mine, _),) = yield Frames([prepared[i].item.text])
-                    mine_old = tuple(v for v in map(view, mine) if can_be_replaced(v))
+                    mine_old = tuple(v for v in mine if can_be_replaced(v))
                 olds, news = mine_old, as_new[target]
             for old in olds:
                 for new in news:
