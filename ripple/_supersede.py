@@ -111,14 +111,6 @@ class FrameView:
     context: frozenset[str]  # the normalised values of every value of its text
     has_temporal: bool
     promising: bool
-    covered: dict[str, bool]  # word -> whether it is one of this frame's words (:func:`_same_word`), filled as asked
-
-    def covers(self, word: str) -> bool:
-        """Whether ``word`` is one of this frame's words, however cut or inflected (:func:`_same_word`)."""
-        hit = self.covered.get(word)
-        if hit is None:
-            hit = self.covered[word] = word in self.words or any(_same_word(word, o) for o in self.words)
-        return hit
 
 
 def _value_of(slot: Slot, frame: Frame) -> _Value:
@@ -141,7 +133,7 @@ def view(frame: Frame) -> FrameView:
     values = tuple(_value_of(s, frame) for s in frame.slots)
     return FrameView(frame, values, frozenset(frame.words), frozenset(a.rsplit("_", 1)[-1] for a in frame.attributes),
                      frozenset(n for _, n in frame.context), any(v.kind == _TEMPORAL_KIND for v in values),
-                     promising(frame), {})
+                     promising(frame))
 
 
 def _comparable(a: _Value, b: _Value, strong: bool) -> bool:
@@ -195,7 +187,7 @@ def _minus(words: frozenset[str], other: frozenset[str]) -> frozenset[str]:
 def _as_words(slot: _Value, other: FrameView) -> bool:
     """A slot that is no value here: an identifier ("Q3", "v2.3" name which thing), or a name the other
     frame has as a plain word ("Launch slipped" next to "the launch", "Tom changed" next to "Tom's phone")."""
-    return slot.ident or (slot.named and bool(slot.words) and all(other.covers(w) for w in slot.words))
+    return slot.ident or (slot.named and bool(slot.words) and not _minus(slot.words, other.words))
 
 
 def _value_change(old: FrameView, new: FrameView, marked: bool, old_words: Sequence[bool], new_words: Sequence[bool],
