@@ -457,6 +457,14 @@ def numbered_names(text: str) -> frozenset[str]:
     return frozenset(" ".join(m.group(0).lower().split()) for m in _NAMED_NUMBER.finditer(text))
 
 
+def _scans(patterns: Sequence[tuple[str, re.Pattern[str]]], needles: Sequence[tuple[str, ...]]
+           ) -> tuple[tuple[str, re.Pattern[str], bool, bool, tuple[str, ...]], ...]:
+    """``(kind, pattern, always, a digit will do, other needles)``: what a text must contain for a pattern
+    to be tried ("0" in a needle list stands for any digit; a pattern without needles is always tried)."""
+    return tuple((kind, pattern, not ns, "0" in ns, tuple(n for n in ns if n != "0"))
+                 for (kind, pattern), ns in zip(patterns, needles))
+
+
 def _typed_values(message: str, offset: int, lang: str) -> list[Value]:
     taken = bytearray(len(message))
     out: list[Value] = []
@@ -477,8 +485,8 @@ def _typed_values(message: str, offset: int, lang: str) -> list[Value]:
 
     low = message.lower()
     digit = _DIGIT.search(message) is not None
-    for (kind, pattern), needles in zip(*((_ZH_PATTERNS, _ZH_NEEDLES) if lang == "zh" else (_EN_PATTERNS, _EN_NEEDLES))):
-        if needles and not (digit and "0" in needles or any(n in low for n in needles if n != "0")):
+    for kind, pattern, always, any_digit, needles in _ZH_SCANS if lang == "zh" else _EN_SCANS:
+        if not (always or digit and any_digit or any(map(low.__contains__, needles))):
             continue  # (most texts hold no value: a substring test spares the scan)
         for m in pattern.finditer(message):
             add(kind, m.start(), m.end())
@@ -488,6 +496,8 @@ def _typed_values(message: str, offset: int, lang: str) -> list[Value]:
     return sorted(out, key=lambda v: v.start)
 
 
+_EN_SCANS = _scans(_EN_PATTERNS, _EN_NEEDLES)
+_ZH_SCANS = _scans(_ZH_PATTERNS, _ZH_NEEDLES)
 _UNIT_WORD_EN = re.compile(r"\s+(?:[a-z][\w-]*\s+)?([a-z][\w-]+)", _F)
 
 
@@ -550,6 +560,19 @@ def content_words(text: str, lang: str) -> list[str]:
 
 
 def _words(text: str, lang: str) -> list[str]:
+    if lang != "zh" and not has_cjk(text):
+        return list(_latin_words(text))
+    return _segmented_words(text, lang)
+
+
+@functools.lru_cache(maxsize=1 << 14)  # a text's names and phrases are read again in each frame that holds them
+def _latin_words(text: str) -> tuple[str, ...]:
+    """:func:`_words` of a text without Han script (a function of the text alone; Han goes through
+    jieba, whose dictionary an application may change, so it is not cached)."""
+    return tuple(_segmented_words(text, "en"))
+
+
+def _segmented_words(text: str, lang: str) -> list[str]:
     if lang == "zh":
         out = []
         for w in _jieba().lcut(text):
@@ -765,13 +788,14 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
 def _marker_spans(message: str, sentences: Sequence[tuple[int, int]], lang: str) -> list[tuple[int, int, bool]]:
     """``(start, end, strong)`` of the change markers of a message, none in a sentence that says
     nothing changed ("still", "as usual", "没变")."""
+    found = list((_CHANGE_ZH if lang == "zh" else _CHANGE_EN).finditer(message))
+    if not found:
+        return []  # (most texts name no change: the other scans, of long alternations, are spared)
     same = _SAME_ZH if lang == "zh" else _SAME_EN
     quiet = [(x, y) for x, y in sentences if same.search(message, x, y)]
     strong = _STRONG_ZH if lang == "zh" else _STRONG_EN
     hard = {m.start() for m in strong.finditer(message)}
-    return [(m.start(), m.end(), m.start() in hard)
-            for m in (_CHANGE_ZH if lang == "zh" else _CHANGE_EN).finditer(message)
-            if not any(x <= m.start() < y for x, y in quiet)]
+    return [(m.start(), m.end(), m.start() in hard) for m in found if not any(x <= m.start() < y for x, y in quiet)]
 
 
 def _fact_spans(ex: Extraction, full: str, values: Sequence[Value]) -> list[tuple[str, int]]:

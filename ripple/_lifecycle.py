@@ -30,7 +30,8 @@ from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
 from graphstore.records import EDGE_CONFLICTS, EDGE_MENTIONS, EDGE_RETRACTS, EDGE_SUPERSEDES, EdgeRecord, StoredMemory
 
 from ._supersede import (
-    DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, JudgeCase, Verdict, grade, promising, structural_match, worth_parsing,
+    DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, FrameView, JudgeCase, Verdict, can_be_replaced, can_replace, grade, match,
+    worth_parsing,
 )
 from graphstore.requests import (
     Expand, GetMemories, LastMemoryInSession, MemoriesMentioning, NearestMemories, NearestMemoriesBatch, RelatedEdges,
@@ -320,10 +321,10 @@ def _statement_plan(
              and not d.notes.get(i, {}).get("corrects") and _title_key(prepared[i].item.text) is None]
     framed = (yield Frames([prepared[i].item.text for i in items])) if items else []
     new_frames: dict[int, tuple[Any, ...]] = {}
-    for i, (frames, _speaker) in zip(items, framed):
-        frames = tuple(f for f in frames if promising(f))
-        if frames:
-            new_frames[i] = frames
+    for i, (views, _speaker) in zip(items, framed):
+        views = tuple(v for v in views if v.promising)
+        if views:
+            new_frames[i] = views
     if not new_frames:
         return
     in_batch = set(mem_ids)
@@ -360,7 +361,8 @@ def _statement_plan(
     for j in live:
         for entity in mentions.get(j, ()):
             mentioned_by.setdefault(entity, []).append(j)
-    batch_cands = {i: _earlier_candidates(i, live, position, cosines[n], shared[i], mentioned_by, cfg)
+    live_at = np.array([position[j] for j in live], dtype=np.int64)
+    batch_cands = {i: _earlier_candidates(i, live, live_at, position, cosines[n], shared[i], mentioned_by, cfg)
                    for n, i in enumerate(new_frames)}
     wanted = sorted({m for ms in cands.values() for m in ms})
     if wanted:
@@ -371,17 +373,19 @@ def _statement_plan(
     texts.update((mem_ids[j], (prepared[j].item.text, terms[j])) for js in batch_cands.values() for j in js)
     # nor a titled one, nor one about another numbered thing ("Sprint 19 ... review 19" does not
     # update "Sprint 18 ... review 18")
+    # (what a candidate text says alone is read once, not once per new item that meets it)
+    titled = {m: _title_key(text) is not None for m, (text, _) in texts.items()}
+    numbers = {m: numbered_names(text) for m, (text, _) in texts.items()}
     for i, frames in new_frames.items():
-        test = worth_parsing(frames, prepared[i].extraction, terms[i])
+        test = worth_parsing([v.frame for v in frames], prepared[i].extraction, terms[i])
         numbered = numbered_names(prepared[i].item.text)
 
-        def replaceable(text: str, words: Sequence[str]) -> bool:
-            theirs = numbered_names(text)
-            return (_title_key(text) is None and not (numbered and theirs and not numbered & theirs)
-                    and test(text, words))
+        def replaceable(m: str) -> bool:
+            theirs = numbers[m]
+            return not titled[m] and not (numbered and theirs and not numbered & theirs) and test(*texts[m])
 
-        cands[i] = {m for m in cands[i] if m in texts and replaceable(*texts[m])}
-        batch_cands[i] = [j for j in batch_cands[i] if replaceable(*texts[mem_ids[j]])]
+        cands[i] = {m for m in cands[i] if m in texts and replaceable(m)}
+        batch_cands[i] = [j for j in batch_cands[i] if replaceable(mem_ids[j])]
     old_ids = sorted({m for ms in cands.values() for m in ms})
     # every clause of a memory that may be replaced (a stored memory newer than the item is the one
     # that replaces: the roles swap); one speaker's statement is never replaced by another's
@@ -392,25 +396,34 @@ def _statement_plan(
         for m, (frames, speaker) in zip(old_ids, (yield Frames([texts[m][0] for m in old_ids]))):
             old_frames[m], speaker_of[m] = frames, speaker
 
-    # ---- the frames compared, then graded by the cosine of their masked clauses
+    # ---- the frames compared, then graded by the cosine of their masked clauses; each frame is
+    # prepared for comparison once (a memory meets many others: on templated text, nearly every
+    # earlier turn of its template), and a clause that can never replace or be replaced, read alone,
+    # is left out of the pairs (the same test structural_match makes of each pair)
     found: list[tuple[int, str, float, Verdict]] = []
+    as_old = {m: tuple(v for v in views if can_be_replaced(v)) for m, views in old_frames.items()}
+    as_new = {m: tuple(v for v in views if v.promising and can_replace(v)) for m, views in old_frames.items()}
     for i, frames in new_frames.items():
         speaker = prepared[i].extraction.extra.get("speaker")
         targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == speaker]
         targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i] if speaker_of[mem_ids[j]] == speaker]
-        mine: tuple[Any, ...] | None = None
+        if not targets:
+            continue
+        mine_new = tuple(v for v in frames if can_replace(v))
+        mine_old: tuple[FrameView, ...] | None = None
         for target, at in targets:
-            theirs = old_frames[target]
             if at <= prepared[i].at:
-                pairs = [(old, new) for old in theirs for new in frames]
+                olds, news = as_old[target], mine_new
             else:
-                if mine is None:
+                if mine_old is None:
                     ((mine, _),) = yield Frames([prepared[i].item.text])
-                pairs = [(old, new) for old in mine for new in theirs if promising(new)]
-            for old, new in pairs:
-                v = structural_match(old, new, multi_valued=cfg.multi_valued)
-                if v is not None:
-                    found.append((i, target, at, v))
+                    mine_old = tuple(v for v in mine if can_be_replaced(v))
+                olds, news = mine_old, as_new[target]
+            for old in olds:
+                for new in news:
+                    v = match(old, new, multi_valued=cfg.multi_valued)
+                    if v is not None:
+                        found.append((i, target, at, v))
     if not found:
         return
     masked = sorted({t for *_, v in found for t in (v.old_masked, v.new_masked)})
@@ -460,28 +473,33 @@ def _statement_plan(
 
 
 def _earlier_candidates(
-    i: int, live: Sequence[int], position: dict[int, int], cosines: "np.ndarray", shared: set[str],
-    mentioned_by: dict[str, list[int]], cfg: LifecycleConfig,
+    i: int, live: Sequence[int], live_at: "np.ndarray", position: dict[int, int], cosines: "np.ndarray",
+    shared: set[str], mentioned_by: dict[str, list[int]], cfg: LifecycleConfig,
 ) -> list[int]:
     """The earlier items of a batch that item ``i`` is compared with: the candidates a stored history
     would give it, so that a batch decides as the same items written one by one.
 
     Written one by one, an item meets its ``candidates`` nearest earlier memories (above
     ``candidate_cosine``) and the latest ``per_entity`` memories of each entity it shares; a batch
-    takes the same from its earlier live items (``live``, in event-time order).  Comparing with *every*
-    earlier item that shares an entity made a batch of n items cost n² frame comparisons: a whole
-    conversation or a synthetic store in one ``add_many`` spent most of its ingest there."""
+    takes the same from its earlier live items (``live``, in event-time order; ``live_at``: their
+    positions in the batch).  Comparing with *every* earlier item that shares an entity made a batch
+    of n items cost n² frame comparisons: a whole conversation or a synthetic store in one
+    ``add_many`` spent most of its ingest there."""
+    import numpy as np
+
     here = position[i]
-    earlier = [j for j in live if position[j] < here]
-    near = sorted((j for j in earlier if cosines[position[j]] >= cfg.candidate_cosine),
-                  key=lambda j: -float(cosines[position[j]]))[: cfg.candidates]
-    picked = set(near)
+    before = int(np.searchsorted(live_at, here))  # (live is in batch order: the earlier ones are a prefix)
+    near_cos = cosines[live_at[:before]]
+    above = np.flatnonzero(near_cos >= cfg.candidate_cosine)
+    # the nearest first, ties in batch order (a stable sort on the negated cosine)
+    nearest = above[np.argsort(-near_cos[above], kind="stable")][: cfg.candidates]
+    picked = {live[int(k)] for k in nearest}
     if cfg.per_entity:
         for entity in shared:
             items = mentioned_by.get(entity, [])
-            before = bisect_left(items, here, key=position.__getitem__)
-            picked.update(items[max(0, before - cfg.per_entity): before])
-    return [j for j in earlier if j in picked]
+            cut = bisect_left(items, here, key=position.__getitem__)
+            picked.update(items[max(0, cut - cfg.per_entity): cut])
+    return sorted(picked, key=position.__getitem__)
 
 
 def _judged(judge: Any, decisions: list[_Decision], prepared: Sequence["Prepared"], current: Any, mem_ids: Sequence[str],

@@ -118,7 +118,8 @@ class CrossEncode(LocalRequest[list[float]]):
 
 @dataclass(frozen=True, slots=True)
 class Frames(LocalRequest[list[tuple[Any, Any]]]):
-    """``(statement frames, speaker)`` of texts the write path compares (see :mod:`ripple._supersede`)."""
+    """``(statement frames, speaker)`` of texts the write path compares, each frame prepared for
+    comparison (a :class:`ripple._supersede.FrameView`; see :mod:`ripple._supersede`)."""
 
     texts: Sequence[str]
 

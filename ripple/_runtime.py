@@ -234,10 +234,13 @@ class Runtime:
 
     def frames(self, texts: Sequence[str]) -> list[tuple[Any, Any]]:
         """``(frames, speaker)`` of texts the write path compares with each other (see
-        :func:`extractors.frames.frames_of`).  The texts this client wrote or compared lately come from
+        :func:`extractors.frames.frames_of`), each frame prepared for comparison
+        (:class:`ripple._supersede.FrameView`).  The texts this client wrote or compared lately come from
         a small cache: most candidates of a batch were written by the batches before it, and were
-        parsed then."""
+        parsed (and prepared) then."""
         from extractors.frames import frames_of
+
+        from ._supersede import view
 
         with self._lock:
             cached = {t: self._recent[t] for t in texts if t in self._recent}
@@ -249,7 +252,7 @@ class Runtime:
         for t in texts:
             ex, found = cached[t]
             if found is None:
-                found = frames_of(ex)
+                found = tuple(view(f) for f in frames_of(ex))
                 self._remember_parse(t, ex, found)
             out.append((found, ex.extra.get("speaker")))
         return out

@@ -46,7 +46,7 @@ from extractors.frames import (
 )
 from extractors.text import has_cjk
 
-__all__ = ["Verdict", "JudgeCase", "structural_match", "promising", "worth_parsing", "grade", "HIGH", "MEDIUM", "LOW", "DENSE_HIGH", "DENSE_MEDIUM"]
+__all__ = ["Verdict", "JudgeCase", "FrameView", "view", "match", "can_replace", "can_be_replaced", "structural_match", "promising", "worth_parsing", "grade", "HIGH", "MEDIUM", "LOW", "DENSE_HIGH", "DENSE_MEDIUM"]
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
 _NAMES = frozenset({NAME, PERSON, PROPER, PHRASE})
@@ -74,23 +74,74 @@ class Verdict:
     shape: str  # "same" | "narrower" | "broader": what the new clause says next to the old one
 
 
-def _kind(slot: Slot) -> frozenset[str]:
-    return frozenset({"temporal"}) if slot.kinds <= TEMPORAL else slot.kinds - {RATE} or slot.kinds
+_TEMPORAL_KIND = frozenset({"temporal"})
+_RATE_KIND = frozenset({RATE})
 
 
-def _temporal(slot: Slot) -> dict[str, frozenset[str]]:
-    out: dict[str, set[str]] = {}
-    for kind, norm in slot.norms:
-        out.setdefault(kind, set()).add(norm)
-    return {k: frozenset(v) for k, v in out.items()}
+@dataclass(frozen=True, slots=True, eq=False)
+class _Value:
+    """A slot with what the comparisons read of it, computed once per parsed text instead of once per
+    pair: on template-generated text nearly every earlier turn is a candidate, and the same slot meets
+    dozens of others."""
+
+    slot: Slot
+    kinds: frozenset[str]
+    kind: frozenset[str]  # its comparison class: "temporal" for dates and times together, else its kinds but RATE
+    temporal: dict[str, frozenset[str]]  # kind -> normalised values (what a date or time is compared on)
+    values: frozenset[str]  # its normalised values, whatever their kind
+    words: frozenset[str]
+    weak: bool
+    named: bool  # a name or a phrase
+    proper: bool  # a name other than a phrase
+    ident: bool
+    rate_only: bool
+    free: bool  # (of a new clause) not negated, and not a weak name or phrase the sentence gives no reason to read as one
 
 
-def _comparable(a: Slot, b: Slot, strong: bool) -> bool:
+@dataclass(frozen=True, slots=True, eq=False)
+class FrameView:
+    """A frame with its word sets, attribute heads and slots prepared for comparison, once per frame
+    (see :func:`view`); :func:`match` compares two of them exactly as :func:`structural_match` does
+    two frames."""
+
+    frame: Frame
+    values: tuple[_Value, ...]
+    words: frozenset[str]
+    heads: frozenset[str]  # the head words of its fact attributes ("laptop_budget" -> "budget")
+    context: frozenset[str]  # the normalised values of every value of its text
+    has_temporal: bool
+    promising: bool
+
+
+def _value_of(slot: Slot, frame: Frame) -> _Value:
+    kind = _TEMPORAL_KIND if slot.kinds <= TEMPORAL else slot.kinds - _RATE_KIND or slot.kinds
+    temporal: dict[str, set[str]] = {}
+    for k, norm in slot.norms:
+        temporal.setdefault(k, set()).add(norm)
+    named = bool(slot.kinds & _NAMES)
+    negated = any(0 <= slot.start - end <= 2 for end in frame.negations)  # "isn't 60k", "不是14号"
+    free = not negated and not (slot.weak and slot.kinds & _NAMES - {PHRASE} and not frame.strong) and not (
+        PHRASE in slot.kinds and slot.weak and not (frame.strong and len(frame.words) <= 3))
+    return _Value(slot, slot.kinds, kind, {k: frozenset(v) for k, v in temporal.items()},
+                  frozenset(n for _, n in slot.norms), slot.words, slot.weak, named,
+                  bool(slot.kinds & _NAMES - {PHRASE}), IDENT in slot.kinds, kind == _RATE_KIND, free)
+
+
+def view(frame: Frame) -> FrameView:
+    """What :func:`match` reads of a frame, computed once (a write path compares one parsed text with
+    many: compute its views once per text and keep them while its batch is decided)."""
+    values = tuple(_value_of(s, frame) for s in frame.slots)
+    return FrameView(frame, values, frozenset(frame.words), frozenset(a.rsplit("_", 1)[-1] for a in frame.attributes),
+                     frozenset(n for _, n in frame.context), any(v.kind == _TEMPORAL_KIND for v in values),
+                     promising(frame))
+
+
+def _comparable(a: _Value, b: _Value, strong: bool) -> bool:
     """Whether ``b`` can take the place of ``a``: values of one kind (money and counts never meet; dates
     and times meet on a shared part: a weekday on a weekday, a time of day on a time of day)."""
-    ka, kb = _kind(a), _kind(b)
-    if ka == kb == {"temporal"}:
-        ta, tb = _temporal(a), _temporal(b)
+    ka, kb = a.kind, b.kind
+    if ka == kb == _TEMPORAL_KIND:
+        ta, tb = a.temporal, b.temporal
         return any(ta[k] != tb[k] for k in ta.keys() & tb.keys())
     if ka & kb:
         return True
@@ -104,14 +155,14 @@ def _comparable(a: Slot, b: Slot, strong: bool) -> bool:
     return bool(na and nb and (AMOUNT in na or AMOUNT in nb))
 
 
-def _same_value(a: Slot, b: Slot) -> bool:
-    if _kind(a) == _kind(b) == {"temporal"}:  # "9:30" and "9:30 tomorrow": the same time of day
-        ta, tb = _temporal(a), _temporal(b)
+def _same_value(a: _Value, b: _Value) -> bool:
+    if a.kind == b.kind == _TEMPORAL_KIND:  # "9:30" and "9:30 tomorrow": the same time of day
+        ta, tb = a.temporal, b.temporal
         shared = ta.keys() & tb.keys()
         return bool(shared) and all(ta[k] == tb[k] for k in shared)
-    if {n for _, n in a.norms} == {n for _, n in b.norms}:
+    if a.values == b.values:
         return True
-    if a.kinds & _NAMES and b.kinds & _NAMES:  # "Civic" is the "Honda Civic"
+    if a.named and b.named:  # "Civic" is the "Honda Civic"
         return bool(a.words and b.words and (a.words <= b.words or b.words <= a.words))
     return False
 
@@ -127,43 +178,42 @@ def _same_word(a: str, b: str) -> bool:
     return len(short) >= 3 and long_.startswith(short) and len(long_) - len(short) <= 3
 
 
-def _minus(words: set[str], other: set[str]) -> set[str]:
-    return {w for w in words if w not in other and not any(_same_word(w, o) for o in other)}
+@lru_cache(maxsize=1 << 16)  # templated text: the same word sets meet again and again
+def _minus(words: frozenset[str], other: frozenset[str]) -> frozenset[str]:
+    """The words of ``words`` that are no word of ``other`` (see :func:`_same_word`)."""
+    return frozenset(w for w in words if w not in other and not any(_same_word(w, o) for o in other))
 
 
-def _negated(new: Frame, slot: Slot) -> bool:
-    """A negation word right before the slot ("isn't 60k", "不是14号")."""
-    return any(0 <= slot.start - end <= 2 for end in new.negations)
-
-
-def _as_words(slot: Slot, other: Frame) -> bool:
+def _as_words(slot: _Value, other: FrameView) -> bool:
     """A slot that is no value here: an identifier ("Q3", "v2.3" name which thing), or a name the other
     frame has as a plain word ("Launch slipped" next to "the launch", "Tom changed" next to "Tom's phone")."""
-    return IDENT in slot.kinds or (bool(slot.kinds & _NAMES) and bool(slot.words)
-                                   and not _minus(set(slot.words), set(other.words)))
+    return slot.ident or (slot.named and bool(slot.words) and not _minus(slot.words, other.words))
 
 
-def _value_change(old: Frame, new: Frame, marked: bool) -> tuple[Slot | None, Slot | None, list[Slot], list[Slot]]:
+def _value_change(old: FrameView, new: FrameView, marked: bool, old_words: Sequence[bool], new_words: Sequence[bool],
+                  same: Sequence[Sequence[bool]]
+                  ) -> tuple[_Value | None, _Value | None, list[_Value], list[_Value]]:
     """``(old slot, new slot, old slots left, new slots left)``; (None, None, ...) when no single slot changed.
 
     A slot of the new frame equal to one of the old frame is shared.  A date or time the old frame
-    has no counterpart for says when the change applies ("from next week", "this term"), not what."""
-    new_free = [s for s in new.slots if not _as_words(s, old) and not _negated(new, s)
-                and not (s.weak and s.kinds & _NAMES - {PHRASE} and not new.strong)
-                and not (PHRASE in s.kinds and s.weak and not (new.strong and len(new.words) <= 3))
-                and not any(_same_value(s, o) for o in old.slots)]
-    old_free = [s for s in old.slots if not _as_words(s, new) and not any(_same_value(s, n) for n in new.slots)]
-    old_shared = [s for s in old.slots if not _as_words(s, new) and s not in old_free]
-    if len(new_free) > 1 and not any(_kind(s) == {"temporal"} for s in old.slots):
-        new_free = [s for s in new_free if _kind(s) != {"temporal"}]
+    has no counterpart for says when the change applies ("from next week", "this term"), not what.
+    ``old_words`` / ``new_words``: which slots are read as words (:func:`_as_words`); ``same[a][b]``:
+    whether old slot ``a`` and new slot ``b`` hold the same value."""
+    strong = new.frame.strong
+    new_free = [s for b, s in enumerate(new.values) if not new_words[b] and s.free
+                and not any(row[b] for row in same)]
+    old_free = [s for a, s in enumerate(old.values) if not old_words[a] and not any(same[a])]
+    old_shared = [s for a, s in enumerate(old.values) if not old_words[a] and any(same[a])]
+    if len(new_free) > 1 and not old.has_temporal:
+        new_free = [s for s in new_free if s.kind != _TEMPORAL_KIND]
     if len(new_free) != 1:
         return None, None, old_free, new_free
     (vn,) = new_free
-    same_kind = [s for s in old_free if _comparable(s, vn, new.strong)]
+    same_kind = [s for s in old_free if _comparable(s, vn, strong)]
     if same_kind:
         return same_kind[-1], vn, [s for s in old_free if s is not same_kind[-1]], []
     if marked:  # "I quit Initech and joined Globex": the old value is named again, as the one left
-        restated = [s for s in old_shared if _comparable(s, vn, new.strong)]  # ("Max" a person, "Leo" a proper noun)
+        restated = [s for s in old_shared if _comparable(s, vn, strong)]  # ("Max" a person, "Leo" a proper noun)
         if restated:
             return restated[-1], vn, old_free, []
     return None, None, old_free, new_free
@@ -209,17 +259,44 @@ def structural_match(old: Frame, new: Frame, *, multi_valued: frozenset[str] = f
     head word: "laptop_budget" is a "budget") is the same kind of statement, as good as a change
     marker; only different ones ("employer" / "location") are different statements unless the text
     marks a change; a shared attribute that takes many values at once (``multi_valued``:
-    "preference", "language") is an addition."""
+    "preference", "language") is an addition.
+
+    (A caller comparing one frame with many: :func:`view` each frame once and call :func:`match`.)"""
+    return match(view(old), view(new), multi_valued=multi_valued)
+
+
+def can_be_replaced(old: FrameView) -> bool:
+    """Whether an older clause can be replaced by anything (a test of the clause alone, that
+    :func:`match` makes of every pair): an event ("I went to the support group yesterday") or a
+    clause whose possessor is not said ("his name is Kyle") never is."""
+    return not old.frame.event and UNRESOLVED not in old.frame.subjects
+
+
+def can_replace(new: FrameView) -> bool:
+    """Whether a newer clause can replace anything (a test of the clause alone, that :func:`match`
+    makes of every pair): an addition ("I also speak Portuguese"), an event that names no change, or
+    a clause whose possessor is not said never does."""
+    f = new.frame
+    return not f.addition and not (f.event and not f.strong) and UNRESOLVED not in f.subjects
+
+
+def match(old_view: FrameView, new_view: FrameView, *, multi_valued: frozenset[str] = frozenset()) -> Verdict | None:
+    """:func:`structural_match` of two prepared frames (the rules' tests that read one clause alone
+    come first: they decide most pairs of templated text)."""
+    old, new = old_view.frame, new_view.frame
     if not new.groups & old.groups - _NOT_VALUES:
         return None  # no value of a kind the old clause has
-    reasons: list[str] = []
-    marked, strong = new.marked, new.strong  # (the markers of the new clause's sentence)
-    if old.event or (new.event and not strong):
-        return None  # "I went to the support group yesterday": an event, not a state that changes
+    if not can_be_replaced(old_view) or not can_replace(new_view):
+        return None  # (an event, an addition, a possessor not said: see those two)
     if old.running != new.running or old.limit != new.limit:
         return None  # "spent 6,000 so far" is measured against "the budget is 15,000": it is not the budget
-    old_heads, new_heads = {a.rsplit("_", 1)[-1] for a in old.attributes}, {a.rsplit("_", 1)[-1] for a in new.attributes}
-    shared_attrs = {a for a in old.attributes | new.attributes if a.rsplit("_", 1)[-1] in old_heads & new_heads}
+    if old.subjects and new.subjects and not (old.subjects <= new.subjects or new.subjects <= old.subjects):
+        return None  # "my sister" is not "I"; "Tom's" is not "Lena's"
+    reasons: list[str] = []
+    marked, strong = new.marked, new.strong  # (the markers of the new clause's sentence)
+    old_heads, new_heads = old_view.heads, new_view.heads
+    both = old_heads & new_heads
+    shared_attrs = {a for a in old.attributes | new.attributes if a.rsplit("_", 1)[-1] in both} if both else set()
     if shared_attrs and shared_attrs <= multi_valued:
         return None
     if old_heads and new_heads and not shared_attrs and not marked:
@@ -227,48 +304,44 @@ def structural_match(old: Frame, new: Frame, *, multi_valued: frozenset[str] = f
     if shared_attrs:
         reasons.append(f"same attribute {sorted(shared_attrs)[0]!r}")
     marked = marked or bool(shared_attrs)
-    vo, vn, old_left, new_left = _value_change(old, new, marked)
+    olds, news = old_view.values, new_view.values
+    old_as_words = [_as_words(s, new_view) for s in olds]
+    new_as_words = [_as_words(s, old_view) for s in news]
+    same = [[_same_value(a, b) for b in news] for a in olds]
+    vo, vn, old_left, new_left = _value_change(old_view, new_view, marked, old_as_words, new_as_words, same)
     if vo is None or vn is None:
         return None
-    old_words, new_words = list(old.words), list(new.words)
-    old_value, new_value = vo.text, vn.text
+    old_value, new_value = vo.slot.text, vn.slot.text
     reasons.append(f"value {old_value!r} -> {new_value!r}")
     # slots that did not change are read as words: an unmatched name qualifies ("Falcon", "Vantage")
-    old_set = set(old_words) | {w for s in old.slots if (s in old_left or _as_words(s, new)) and _kind(s) != {RATE}
-                                for w in s.words}
-    new_set = set(new_words) | {w for s in new.slots if (s in new_left or _as_words(s, old)) and _kind(s) != {RATE}
-                                for w in s.words}
-    new_set = _minus(new_set, set(vo.words))  # the old value named again ("I quit Initech")
-    nominal = old.nominal | new.nominal | {w for s in (*old.slots, *new.slots) if s is not vo and s is not vn
-                                           and _kind(s) != {RATE} for w in s.words}
-    denied = bool({n for _, n in vo.norms} & new.denied) and strong  # "不在杭州了，调到南京了"
+    old_set = frozenset(old_view.words | {w for a, s in enumerate(olds) if (s in old_left or old_as_words[a])
+                                          and not s.rate_only for w in s.words})
+    new_set = frozenset(new_view.words | {w for b, s in enumerate(news) if (s in new_left or new_as_words[b])
+                                          and not s.rate_only for w in s.words})
+    new_set = _minus(new_set, vo.words)  # the old value named again ("I quit Initech")
+    nominal = old.nominal | new.nominal | {w for s in (*olds, *news) if s is not vo and s is not vn
+                                           and not s.rate_only for w in s.words}
+    denied = bool(vo.values & new.denied) and strong  # "不在杭州了，调到南京了"
     if not denied and _another_name(old, old_left, new, vn):
         return None  # "The Lisbon office has 25 desks" / "The Porto office ..., 18 desks now"
-    if old.subjects and new.subjects and not (old.subjects <= new.subjects or new.subjects <= old.subjects):
-        return None  # "my sister" is not "I"; "Tom's" is not "Lena's"
-    if UNRESOLVED in old.subjects | new.subjects:
-        return None  # "his name is Kyle" / "her name's Coco": whose is not said
     only_old, only_new = _minus(old_set, new_set), _minus(new_set, old_set)
-    left_out = _minus(only_old, set(new.text_words))  # (named elsewhere in the new text: not left out)
+    left_out = _minus(only_old, new.text_words)  # (named elsewhere in the new text: not left out)
     if left_out & nominal and only_new & nominal and not denied:
         return None  # qualifiers differ on both sides: the offsite vs new laptops
     # an anchor: something both are about (a word, a person, an attribute, the old value named again),
     # or two short first-person clauses joined by a named change ("I live in Leeds" / "We moved to Manchester")
     people = {x for x in old.subjects & new.subjects if not x.startswith("@")}
-    restated = {n for _, n in vo.norms} <= {n for _, n in new.context}  # "I quit Initech and joined Globex"
-    if restated and not strong and not {n for _, n in vo.norms} & new.denied:
+    restated = vo.values <= new_view.context  # "I quit Initech and joined Globex"
+    if restated and not strong and not vo.values & new.denied:
         return None  # the old value is still talked about, and nothing says it was replaced
     short = (strong or old.strong) and old.subjects == new.subjects and bool(old.subjects) and max(
         len(old_set), len(new_set)) <= 3
     # (a name both clauses hold unchanged anchors them too: "小雨的幼儿园" / "小雨幼儿园入园时间")
-    named = any(s.kinds & _NAMES - {PHRASE} and s is not vo and any(_same_value(s, n) for n in new.slots)
-                for s in old.slots)
+    named = any(s.proper and s is not vo and any(same[a]) for a, s in enumerate(olds))
     if PHRASE in vn.kinds:  # a phrase value needs a shared noun or person: "the reception", "Mia's party"
         if not ((old_set - only_old) & nominal or people or shared_attrs or restated or short or named):
             return None
     elif not (old_set - only_old or people or shared_attrs or restated or short or named):
-        return None
-    if new.addition:
         return None
     shape = "same" if not only_new and not left_out else "narrower" if not only_new & nominal else "broader"
     if only_new & nominal:
@@ -287,19 +360,19 @@ def structural_match(old: Frame, new: Frame, *, multi_valued: frozenset[str] = f
     else:
         level = MEDIUM
         reasons.append("no change marker")
-    return Verdict(level, old_value, new_value, old.clause, new.clause, _mask(old, vo), _mask(new, vn), tuple(reasons),
-                   shape)
+    return Verdict(level, old_value, new_value, old.clause, new.clause, _mask(old, vo.slot), _mask(new, vn.slot),
+                   tuple(reasons), shape)
 
 
-def _another_name(old: Frame, old_left: Sequence[Slot], new: Frame, vn: Slot) -> bool:
+def _another_name(old: Frame, old_left: Sequence[_Value], new: Frame, vn: _Value) -> bool:
     """Whether a name qualifying the old clause (a name in its noun phrase, or a name slot that did
     not change) is missing from the new text while the new text names another name the old text
     does not have: the new statement is about that one."""
-    mine = set(old.names) | {w for s in old_left if s.kinds & _NAMES - {PHRASE} and not s.weak for w in s.words}
-    gone = _minus(mine, set(new.text_words))
+    mine = old.names | {w for s in old_left if s.proper and not s.weak for w in s.words}
+    gone = _minus(mine, new.text_words)
     if not gone:
         return False
-    return bool(_minus(set(new.text_names) - set(vn.words), set(old.text_words)))
+    return bool(_minus(new.text_names - vn.words, old.text_words))
 
 
 def _mask(frame: Frame, slot: Slot | None) -> str:

@@ -254,6 +254,7 @@ def test_batch_items_meet_the_candidates_a_stored_history_would_give() -> None:
     cosines[[5, 7, 9]] = [0.9, 0.5, 0.8]  # three near earlier items; only the 2 nearest count
     cosines[39] = 0.99  # the item itself and later ones never count
     mentioned_by = {"e:tom": [j for j in live if j % 2 == 0], "e:speaker": live}
-    got = _earlier_candidates(20, live, position, cosines, {"e:tom"}, mentioned_by, cfg)
+    live_at = np.array(live, dtype=np.int64)  # (their positions in the batch)
+    got = _earlier_candidates(20, live, live_at, position, cosines, {"e:tom"}, mentioned_by, cfg)
     assert got == [5, 9, 14, 16, 18]  # near 5 and 9; the latest 3 earlier items mentioning Tom
-    assert _earlier_candidates(0, live, position, cosines, {"e:tom"}, mentioned_by, cfg) == []
+    assert _earlier_candidates(0, live, live_at, position, cosines, {"e:tom"}, mentioned_by, cfg) == []

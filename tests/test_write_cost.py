@@ -1,0 +1,74 @@
+"""The supersession write path made cheaper without changing a decision: each fast path is checked
+against the plain definition it replaces (a batch's earlier candidates; the marker scans of a text, in
+English and Chinese).  The decisions themselves: tests/test_supersede.py and tests/test_lifecycle.py."""
+
+from __future__ import annotations
+
+import random
+from bisect import bisect_left
+from typing import Any
+
+import numpy as np
+import pytest
+
+from extractors.frames import _CHANGE_EN, _CHANGE_ZH, _SAME_EN, _SAME_ZH, _STRONG_EN, _STRONG_ZH, _marker_spans
+from ripple import LifecycleConfig
+from ripple._lifecycle import _earlier_candidates
+
+
+def _earlier_by_scan(i: int, live: list[int], position: dict[int, int], cosines: Any, shared: set[str],
+                     mentioned_by: dict[str, list[int]], cfg: LifecycleConfig) -> list[int]:
+    """The definition: scan every earlier live item, the nearest first (ties in batch order)."""
+    here = position[i]
+    earlier = [j for j in live if position[j] < here]
+    near = sorted((j for j in earlier if cosines[position[j]] >= cfg.candidate_cosine),
+                  key=lambda j: -float(cosines[position[j]]))[: cfg.candidates]
+    picked = set(near)
+    for entity in shared:
+        items = mentioned_by.get(entity, [])
+        before = bisect_left(items, here, key=position.__getitem__)
+        picked.update(items[max(0, before - cfg.per_entity): before])
+    return [j for j in earlier if j in picked]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_earlier_candidates_are_the_scan_s_with_ties_in_batch_order(seed: int) -> None:
+    rng = random.Random(seed)
+    cfg = LifecycleConfig(candidates=rng.choice([0, 1, 3, 8]), per_entity=rng.choice([0, 2, 4]))
+    order = list(range(60))
+    rng.shuffle(order)  # batch positions are event-time order, not item indices
+    position = {i: n for n, i in enumerate(order)}
+    live = [j for j in order if rng.random() > 0.2]
+    live_at = np.array([position[j] for j in live], dtype=np.int64)
+    mentioned_by: dict[str, list[int]] = {}
+    for j in live:
+        for e in rng.sample("abcde", rng.randint(0, 2)):
+            mentioned_by.setdefault(e, []).append(j)
+    for i in live:
+        # cosines on a coarse grid: many ties, and some exactly at the threshold
+        cosines = np.array([rng.choice([0.1, 0.3, 0.5, 0.5, 0.7, 0.9]) for _ in order], dtype=np.float32)
+        shared = set(rng.sample("abcde", rng.randint(0, 3)))
+        fast = _earlier_candidates(i, live, live_at, position, cosines, shared, mentioned_by, cfg)
+        assert fast == _earlier_by_scan(i, live, position, cosines, shared, mentioned_by, cfg)
+
+
+def _marker_spans_by_scan(message: str, sentences: list[tuple[int, int]], lang: str) -> list[tuple[int, int, bool]]:
+    """The definition: every scan made, whatever the first one found."""
+    same = _SAME_ZH if lang == "zh" else _SAME_EN
+    quiet = [(x, y) for x, y in sentences if same.search(message, x, y)]
+    hard = {m.start() for m in (_STRONG_ZH if lang == "zh" else _STRONG_EN).finditer(message)}
+    return [(m.start(), m.end(), m.start() in hard) for m in (_CHANGE_ZH if lang == "zh" else _CHANGE_EN).finditer(message)
+            if not any(x <= m.start() < y for x, y in quiet)]
+
+
+@pytest.mark.parametrize(("text", "lang"), [
+    ("The venue is still the Marriott. We moved the reception to the garden.", "en"),
+    ("It got moved to Friday, my bad, I meant Thursday.", "en"),
+    ("Thanks for the photos!", "en"),
+    ("The budget is now 60k as of today.", "en"),
+    ("例会改成周五下午两点了。时间没变，还是三楼。", "zh"),
+    ("我们周末去爬山吧", "zh"),
+])
+def test_marker_spans_are_those_of_every_scan(text: str, lang: str) -> None:
+    sentences = [(0, len(text))]
+    assert _marker_spans(text, sentences, lang) == _marker_spans_by_scan(text, sentences, lang)
