@@ -242,10 +242,8 @@ def _percentile(values: list[float], q: float) -> float:
 def markdown(cells: list[Cell]) -> str:
     """One row per (backend, op, clients): in-process beside HTTP (and HTTP with N workers)."""
     surfaces = list(dict.fromkeys(c.surface for c in cells))
-    names = {"in-process": "in-process", "http": "HTTP"}
-    rows = ["| backend | op | clients | " + " | ".join(
-                f"{names.get(s, 'HTTP, ' + s.split('-')[1][:-1] + ' workers')} req/s | p50 / p95 / p99 ms" for s in surfaces) + " |",
-            "|---|---|---|" + "---|---|" * len(surfaces)]
+    rows = ["| backend | op | clients | " + " | ".join(f"{_surface_name(s)} req/s | p50 / p95 / p99 ms" for s in surfaces)
+            + " |", "|---|---|---|" + "---|---|" * len(surfaces)]
     index = {(c.backend, c.surface, c.op, c.clients): c for c in cells}
     for backend, op, clients in dict.fromkeys((c.backend, c.op, c.clients) for c in cells):
         row = [backend, op, str(clients)]
@@ -254,6 +252,13 @@ def markdown(cells: list[Cell]) -> str:
             row += ([f"{c.rps:.1f}", f"{c.p50_ms:.1f} / {c.p95_ms:.1f} / {c.p99_ms:.1f}"] if c else ["-", "-"])
         rows.append("| " + " | ".join(row) + " |")
     return "\n".join(rows)
+
+
+def _surface_name(surface: str) -> str:
+    """A table's name for a surface: in-process, HTTP, or HTTP with N workers (``http-Nw``)."""
+    if surface.startswith("http-"):
+        return f"HTTP, {surface[5:-1]} workers"
+    return {"http": "HTTP"}.get(surface, surface)
 
 
 def _header(argv: list[str], n_turns: int, n_queries: int) -> dict[str, Any]:
