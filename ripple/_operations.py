@@ -238,7 +238,7 @@ def conflicts(ctx: OpContext, user_id: Any, limit: Any = None, memory_ids: Any =
             out.append(_conflict(new, old, e.at))
         if limit is not None and len(out) >= limit:
             break
-    out = sorted(out, key=lambda c: (c.at or c.new.at, c.new.id, c.old.id))
+    out = sorted(out, key=MemoryConflict.newness)
     return out if limit is None else out[-limit:]
 
 

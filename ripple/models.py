@@ -195,6 +195,11 @@ class MemoryConflict(_Frozen):
     why: str = Field("", description="the reasons, as recorded in the memory's metadata['ripple']")
     at: datetime | None = Field(None, description="when the conflict arose (the later event time)")
 
+    def newness(self) -> tuple[datetime, str, str]:
+        """The conflict's place in time, oldest first: the order of :meth:`ripple.Memory.conflicts`
+        (whose ``limit`` keeps the newest), for clients that merge or trim lists of conflicts."""
+        return (self.at or self.new.at, self.new.id, self.old.id)
+
 
 def _limits(info: ValidationInfo) -> "Limits":
     """The limits a validation runs under: the caller's (``context={"limits": ...}``) or the defaults."""

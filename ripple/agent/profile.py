@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from ..models import MemoryConflict
 from .plan import Plan, Req, update_document
 from .scopes import Role
 
@@ -149,11 +150,6 @@ def _pair(c: Any) -> tuple[str, str]:
     if c.values:
         return str(c.values[0]), str(c.values[1])
     return c.old.text, c.new.text
-
-
-def _newness(c: Any) -> tuple[Any, ...]:
-    """A conflict's place among the newest (the order of ``Memory.conflicts``, whose ``limit`` keeps the newest)."""
-    return (c.at or c.new.at, c.new.id, c.old.id)
 
 
 def _undoubled(values: tuple[SlotValue, ...]) -> list[SlotValue]:
@@ -288,7 +284,7 @@ class ProfileCore:
             if slot.current:
                 values = sep.join(_shown(v, slot.name, zh) for v in _undoubled(slot.current))
                 out.append((slot.name, f"- {labels[slot.name]}{colon}{values}"))
-        for c in sorted(unshown, key=_newness, reverse=True)[:_UNSHOWN_MAX]:
+        for c in sorted(unshown, key=MemoryConflict.newness, reverse=True)[:_UNSHOWN_MAX]:
             old, new = _pair(c)
             what = c.frames[0] if c.frames else c.old.text
             out.append(("conflicts", f"- 待确认：{what}（{old}，可能已改为{new}）" if zh else
