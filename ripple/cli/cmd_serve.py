@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import TYPE_CHECKING
 
 from ripple.settings import RippleSettings
 from ripple.server.settings import ServerSettings, check_bind
+
+if TYPE_CHECKING:
+    from ripple import AsyncMemory
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -53,27 +57,29 @@ def _serve_workers(settings: RippleSettings, listen: ServerSettings, args: argpa
 
 
 async def _reachable(settings: RippleSettings) -> None:
+    await (await _opened(settings)).aclose()
+
+
+async def _opened(settings: RippleSettings) -> AsyncMemory:
+    """A memory on the configured store, asked once: an unreachable store is a one-line error now,
+    not a server (or N worker processes) that never gets ready."""
     from ripple import AsyncMemory
 
     memory = AsyncMemory(settings=settings)
     try:
         await memory.stats()
-    finally:
+    except BaseException:
         await memory.aclose()
+        raise
+    return memory
 
 
 async def _serve(settings: RippleSettings, listen: ServerSettings, args: argparse.Namespace) -> None:
-    from ripple import AsyncMemory
     from ripple.server.app import create_app
     from ripple.server.run import configure_logging, serve_asgi
 
     configure_logging(args.log_level)
-    memory = AsyncMemory(settings=settings)
-    try:
-        await memory.stats()  # an unreachable store is a one-line error now, not a server that never gets ready
-    except BaseException:
-        await memory.aclose()
-        raise
+    memory = await _opened(settings)
     app = create_app(memory, token=listen.token, max_body_bytes=listen.max_body_bytes, warm=not args.no_warm,
                      close=True)
     await serve_asgi(app, listen, log_level=args.log_level)
