@@ -16,6 +16,7 @@
 #   RIPPLE_NEO4J_TIMEOUT    readiness timeout in seconds (default 180)
 #   RIPPLE_NEO4J_HEAP       JVM max heap (default 1g); RIPPLE_NEO4J_PAGECACHE_MB (default 256)
 #   RIPPLE_NEO4J_JAVA_OPTS  extra JVM options
+#   RIPPLE_NEO4J_CONF       extra Neo4j settings by name, "name=value;name=value" (written to HOME/extra.conf)
 #
 # Everything is fetched from Maven Central by mvn (org.neo4j:neo4j + org.neo4j:neo4j-bolt);
 # the server is the embedded DBMS of scripts/neo4j-launcher with the Bolt connector enabled.

@@ -22,6 +22,13 @@ PORT2="${RIPPLE_NEO4J_PORT2:-7688}"
 HTTP1="${RIPPLE_NEO4J_HTTP_PORT:-7474}" # Neo4j Browser, tested too
 HOME1="${RIPPLE_NEO4J_HOME:-$ROOT/.neo4j}"
 HOME2="${RIPPLE_NEO4J_HOME2:-$ROOT/.neo4j-2}"
+# The test servers never replan a cached query: the tests wipe and refill the database all the time, so
+# with Neo4j's defaults (replan when the statistics moved by 75%, at most every 10 s) every query was
+# planned again and again: tests/agent/test_layers.py's 14 Neo4j tests cost the server 217 CPU-s
+# with replanning and 158 without (wall 208 -> 145 s, RELIABILITY.md "The suite's time"). Test data
+# stays small, so a plan made on a nearly empty database is never the wrong one here; the development
+# server of scripts/neo4j.sh keeps the defaults (a benchmark's 100k store needs plans that follow it).
+export RIPPLE_NEO4J_CONF="${RIPPLE_NEO4J_CONF-dbms.cypher.min_replan_interval=1h;dbms.cypher.statistics_divergence_threshold=1.0}"
 # server I KIND COMMAND: scripts/neo4j.sh for worker I's main server (KIND 1, with HTTP) or second one (KIND 2)
 server() {
     local i="$1" kind="$2" suffix=""

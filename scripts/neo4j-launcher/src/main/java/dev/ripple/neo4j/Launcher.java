@@ -124,7 +124,33 @@ public final class Launcher {
                 .setConfig(GraphDatabaseSettings.load_csv_file_url_root, home.resolve("import"))
                 .setConfig(GraphDatabaseInternalSettings.cypher_ip_blocklist,
                         List.of(new IPAddressString("0.0.0.0/0"), new IPAddressString("::/0")))
+                .loadPropertiesFromFile(rawSettings(home, env("RIPPLE_NEO4J_CONF", "")))
                 .build();
+    }
+
+    /**
+     * Neo4j settings by name ("name=value;name=value"), for what this launcher does not set itself,
+     * written to HOME/extra.conf (Neo4j reads settings by name from a file).
+     */
+    private static Path rawSettings(Path home, String spec) {
+        StringBuilder conf = new StringBuilder();
+        for (String item : spec.split(";")) {
+            if (item.isBlank()) {
+                continue;
+            }
+            if (item.indexOf('=') <= 0) {
+                throw new IllegalArgumentException("RIPPLE_NEO4J_CONF: expected name=value, got '" + item + "'");
+            }
+            conf.append(item.trim()).append('\n');
+        }
+        Path file = home.resolve("extra.conf");
+        try {
+            java.nio.file.Files.createDirectories(home);
+            java.nio.file.Files.writeString(file, conf.toString());
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return file;
     }
 
     /** Sets the password of the built-in 'neo4j' user (Community has user management on system). */
