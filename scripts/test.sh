@@ -2,12 +2,10 @@
 # The whole test suite: install, start real Neo4j servers, run pytest, stop the servers.
 # Neo4j and the models are required: nothing is skipped when they are missing.
 #
-# pytest runs in RIPPLE_TEST_WORKERS parallel worker processes (pytest-xdist; default 1: one process,
-# as before; RELIABILITY.md, "The suite's time", says why 2 is not the default yet). The Neo4j tests wipe
-# their servers, so every worker gets servers of its own (tests/conftest.py): worker 0 (and a run without
-# workers) the main server on RIPPLE_NEO4J_PORT (7687, HTTP on RIPPLE_NEO4J_HTTP_PORT, 7474) and the
-# sharded tests' second server on RIPPLE_NEO4J_PORT2 (7688); worker I the same ports + 10*I, homes
-# RIPPLE_NEO4J_HOME/_HOME2 (.neo4j, .neo4j-2) with "-wI" appended.
+# pytest runs in RIPPLE_TEST_WORKERS parallel worker processes (pytest-xdist, --dist loadgroup; default 2,
+# 1 = one process). The Neo4j tests wipe the servers, so they form one xdist group (tests/conftest.py):
+# one worker runs them one after the other on the one set of servers while the other runs the rest.
+# RELIABILITY.md, "The suite's time", has the measurements behind the default.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -15,8 +13,7 @@ VENV="$(scripts/env.sh)"
 export PATH="$VENV/bin:$PATH"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 scripts/chromium.sh ensure >/dev/null || echo "test: no headless Chromium; the graph page tests will fail" >&2
-WORKERS="${RIPPLE_TEST_WORKERS:-1}"
-SETS=$((WORKERS > 1 ? WORKERS : 1))
+WORKERS="${RIPPLE_TEST_WORKERS:-2}"
 PORT1="${RIPPLE_NEO4J_PORT:-7687}"
 PORT2="${RIPPLE_NEO4J_PORT2:-7688}"
 HTTP1="${RIPPLE_NEO4J_HTTP_PORT:-7474}" # Neo4j Browser, tested too
@@ -29,25 +26,21 @@ HOME2="${RIPPLE_NEO4J_HOME2:-$ROOT/.neo4j-2}"
 # stays small, so a plan made on a nearly empty database is never the wrong one here; the development
 # server of scripts/neo4j.sh keeps the defaults (a benchmark's 100k store needs plans that follow it).
 export RIPPLE_NEO4J_CONF="${RIPPLE_NEO4J_CONF-dbms.cypher.min_replan_interval=1h;dbms.cypher.statistics_divergence_threshold=1.0}"
-# server I KIND COMMAND: scripts/neo4j.sh for worker I's main server (KIND 1, with HTTP) or second one (KIND 2)
+# server KIND COMMAND: scripts/neo4j.sh for the main server (KIND 1, with HTTP) or the sharded tests' second one (KIND 2)
 server() {
-    local i="$1" kind="$2" suffix=""
-    shift 2
-    [ "$i" = 0 ] || suffix="-w$i"
+    local kind="$1"
+    shift
     if [ "$kind" = 1 ]; then
-        env RIPPLE_NEO4J_PORT=$((PORT1 + 10 * i)) RIPPLE_NEO4J_HTTP_PORT=$((HTTP1 + 10 * i)) \
-            RIPPLE_NEO4J_HOME="$HOME1$suffix" scripts/neo4j.sh "$@"
+        env RIPPLE_NEO4J_PORT="$PORT1" RIPPLE_NEO4J_HTTP_PORT="$HTTP1" RIPPLE_NEO4J_HOME="$HOME1" scripts/neo4j.sh "$@"
     else
-        env -u RIPPLE_NEO4J_HTTP_PORT RIPPLE_NEO4J_PORT=$((PORT2 + 10 * i)) RIPPLE_NEO4J_HOME="$HOME2$suffix" \
-            scripts/neo4j.sh "$@"
+        env -u RIPPLE_NEO4J_HTTP_PORT RIPPLE_NEO4J_PORT="$PORT2" RIPPLE_NEO4J_HOME="$HOME2" scripts/neo4j.sh "$@"
     fi
 }
-started=() # "I KIND" of each server started here (and stopped at the end)
+started=() # KIND of each server started here (and stopped at the end)
 fault_started=0
 cleanup() {
-    for s in ${started[@]+"${started[@]}"}; do
-        # shellcheck disable=SC2086
-        server $s stop || true
+    for kind in ${started[@]+"${started[@]}"}; do
+        server "$kind" stop || true
     done
     if [ "$fault_started" = "1" ]; then wait || true; fault_neo4j stop >/dev/null 2>&1 || true; fi
 }
@@ -56,25 +49,18 @@ if [ "${RIPPLE_TEST_NEO4J:-1}" = "1" ]; then
     # The servers start side by side (the launcher is built first, once): each start is mostly the JVM's.
     scripts/neo4j.sh build
     pids=()
-    for ((i = 0; i < SETS; i++)); do
-        for kind in 1 2; do
-            if ! server "$i" "$kind" status >/dev/null 2>&1; then
-                started+=("$i $kind")
-                server "$i" "$kind" start >/dev/null &
-                pids+=($!)
-            fi
-        done
+    for kind in 1 2; do
+        if ! server "$kind" status >/dev/null 2>&1; then
+            started+=("$kind")
+            server "$kind" start >/dev/null &
+            pids+=($!)
+        fi
     done
     for pid in ${pids[@]+"${pids[@]}"}; do wait "$pid"; done
     export RIPPLE_TEST_NEO4J_URI="${RIPPLE_TEST_NEO4J_URI:-bolt://127.0.0.1:$PORT1}"
     export RIPPLE_TEST_NEO4J_URI2="${RIPPLE_TEST_NEO4J_URI2:-bolt://127.0.0.1:$PORT2}"
     export RIPPLE_TEST_NEO4J_PASSWORD="${RIPPLE_NEO4J_PASSWORD:-ripple-dev-password}"
     export RIPPLE_TEST_NEO4J_HTTP_URL="${RIPPLE_TEST_NEO4J_HTTP_URL:-http://127.0.0.1:$HTTP1}"
-    for ((i = 1; i < SETS; i++)); do
-        export "RIPPLE_TEST_NEO4J_URI_GW$i=bolt://127.0.0.1:$((PORT1 + 10 * i))"
-        export "RIPPLE_TEST_NEO4J_URI2_GW$i=bolt://127.0.0.1:$((PORT2 + 10 * i))"
-        export "RIPPLE_TEST_NEO4J_HTTP_URL_GW$i=http://127.0.0.1:$((HTTP1 + 10 * i))"
-    done
 fi
 # A third server for tests/faults/test_neo4j_outage.py, which stops and starts it (never the others).
 # Started in the background (the launcher is built by now), it is ready by the time that test runs.
@@ -89,7 +75,7 @@ if [ "${RIPPLE_TEST_NEO4J:-1}" = "1" ] && ! fault_neo4j status >/dev/null 2>&1; 
     fault_started=1
 fi
 workers=()
-if [ "$WORKERS" -gt 1 ]; then workers=(-n "$WORKERS"); fi
+if [ "$WORKERS" -gt 1 ]; then workers=(-n "$WORKERS" --dist loadgroup); fi
 set +e
 python -m pytest ${workers[@]+"${workers[@]}"} "$@"
 rc=$?

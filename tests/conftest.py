@@ -4,12 +4,11 @@ Tests use the real packaged models (MiniLM, spaCy, jieba) and, for Neo4j, the
 real server that ``scripts/test.sh`` starts.  With ``RIPPLE_REQUIRE_ALL=1``
 (set by CI) a missing model or server is a failure, never a skip.
 
-``scripts/test.sh`` runs the suite in parallel worker processes (pytest-xdist).  Every test
-that uses the Neo4j servers wipes them, so each worker has servers of its own: worker ``gwN``
-(N >= 1) takes ``RIPPLE_TEST_NEO4J_URI_GWN`` (and ``_URI2_GWN``, ``_HTTP_URL_GWN``) in place of
-``RIPPLE_TEST_NEO4J_URI`` (and so on), which ``gw0`` and a run without xdist use.  This is set
-here, before any test module reads it.  A worker without servers of its own fails the first
-test that would wipe a server (:func:`check_own_server`), rather than racing another worker.
+``scripts/test.sh`` runs the suite in parallel worker processes (pytest-xdist, ``--dist
+loadgroup``).  Every test that uses the Neo4j servers wipes them, so those tests (the ones marked
+``neo4j``) form one xdist group: one worker runs them one after the other on the one set of
+servers, while the other workers run the rest.  A test that reaches for a server without the
+marker fails (:func:`check_own_server`) rather than racing the worker that owns the servers.
 """
 
 from __future__ import annotations
@@ -25,32 +24,53 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-_NEO4J_VARIABLES = ("RIPPLE_TEST_NEO4J_URI", "RIPPLE_TEST_NEO4J_URI2", "RIPPLE_TEST_NEO4J_HTTP_URL")
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+NEO4J_GROUP = "neo4j"  # the xdist group of every test marked neo4j
+_runs_neo4j_group: list[bool] = []  # [True] once this process has started a test marked neo4j
 
 
-def _take_worker_servers() -> bool:
-    """Point this worker's RIPPLE_TEST_NEO4J_* at its own servers; False if it has none of its own."""
-    if WORKER in ("", "gw0"):
-        return True
-    own = {name: os.environ.get(f"{name}_{WORKER.upper()}") for name in _NEO4J_VARIABLES}
-    for name, value in own.items():
-        if value:
-            os.environ[name] = value
-        else:
-            os.environ.pop(name, None)
-    return bool(own["RIPPLE_TEST_NEO4J_URI"])
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Iterator[None]:
+    """Put every Neo4j test in one xdist group, so that one worker at a time uses the servers."""
+    xdist = config.pluginmanager.hasplugin("xdist")
+    if xdist:
+        for item in items:
+            if item.get_closest_marker("neo4j") is not None:
+                item.add_marker(pytest.mark.xdist_group(NEO4J_GROUP))
+    result = yield
+    if xdist:
+        _adopt_group_ids(items)
+    return result
 
 
-OWN_SERVERS = _take_worker_servers()
+def _adopt_group_ids(items: list[pytest.Item]) -> None:
+    """pytest-xdist 3.8 writes a test's group into ``item._nodeid`` ("...@neo4j"), which pytest 9 no
+    longer reads (its id is ``item._id``): without this the groups silently do nothing and two
+    workers wipe one server under each other's tests."""
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pytest 8 reads _nodeid itself
+        return
+    for item in items:
+        grouped = getattr(item, "_nodeid", None)
+        if isinstance(grouped, str) and grouped != item.nodeid:
+            item._id = NodeId.parse(grouped)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("neo4j") is not None:
+        _runs_neo4j_group[:] = [True]
 
 
 def check_own_server() -> None:
-    """Fail a test that is about to wipe a Neo4j server that another xdist worker also uses."""
-    if not OWN_SERVERS:
-        pytest.fail(f"xdist worker {WORKER} has no Neo4j servers of its own (RIPPLE_TEST_NEO4J_URI_{WORKER.upper()}"
-                    f" is not set), and sharing another worker's would make both flaky: run the suite with"
-                    f" scripts/test.sh (RIPPLE_TEST_WORKERS=N), or -m 'not neo4j', or without -n", pytrace=False)
+    """Fail a test that wipes a Neo4j server in an xdist worker that does not run the Neo4j group:
+    another worker may be using the server at that moment.  (The group's worker may wipe in the
+    teardown of a later unmarked test: a fixture shared by a module is finished there.)"""
+    if WORKER and not _runs_neo4j_group:
+        pytest.fail(f"xdist worker {WORKER} uses the Neo4j servers in a test not marked neo4j: under xdist only"
+                    f" the tests marked neo4j run, one after the other, on the servers (tests/conftest.py)",
+                    pytrace=False)
 
 
 def need(reason: str) -> None:
