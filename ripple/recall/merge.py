@@ -60,9 +60,9 @@ def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config:
         c = cands.get(n)
         if c is None:
             c = cands[n] = Candidate(n)
-        act = activation.get(n)
-        if act is not None:
-            c.activation = act
+        reached = activation.get(n)
+        if reached is not None:
+            c.activation = reached
             c.via = _via(c, results, weights, top_seed)
         c.score = score[n]
         if c.via in results:
