@@ -59,9 +59,7 @@ def spread_flow(
     This is the form the recall pipeline drives, so that each hop becomes one
     batched store call (sync or async) without the algorithm knowing about I/O.
     """
-    decays = [float(decay)] * max_hops if isinstance(decay, (int, float)) else [float(d) for d in decay]
-    if len(decays) < max_hops:
-        decays += [decays[-1] if decays else 0.5] * (max_hops - len(decays))
+    decays = _hop_decays(decay, max_hops)
     seed_set = set(seeds)
     total: dict[str, float] = {}
     best_in: dict[str, tuple[float, Edge]] = {}
@@ -132,9 +130,7 @@ def spread_steps(
     The same arithmetic in the same order as :func:`spread_flow` (the spec it is tested against),
     without an :class:`Edge` per row: the thousand rows a recall's entity hop reads cost one pass.
     """
-    decays = [float(decay)] * max_hops if isinstance(decay, (int, float)) else [float(d) for d in decay]
-    if len(decays) < max_hops:
-        decays += [decays[-1] if decays else 0.5] * (max_hops - len(decays))
+    decays = _hop_decays(decay, max_hops)
     seed_set = set(seeds)
     total: dict[str, float] = {}
     best_in: dict[str, tuple[float, S, int]] = {}
@@ -183,6 +179,14 @@ def spread_steps(
             total[n] = a if old is None else (max(old, a) if keep_max else old + a)
         current = {n: a for n, a in gained.items() if a > threshold}
     return SpreadResult(total, {n: to_edge(r, deg) for n, (_, r, deg) in best_in.items()}, sizes)
+
+
+def _hop_decays(decay: float | Sequence[float], max_hops: int) -> list[float]:
+    """One decay per hop: a single value for every hop, or a sequence whose last value repeats."""
+    decays = [float(decay)] * max_hops if isinstance(decay, (int, float)) else [float(d) for d in decay]
+    if len(decays) < max_hops:
+        decays += [decays[-1] if decays else 0.5] * (max_hops - len(decays))
+    return decays
 
 
 def spread(
