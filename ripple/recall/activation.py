@@ -15,9 +15,9 @@ neighbours of a whole frontier in one call, so the same code serves a store
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Generator, Iterable, Mapping, NamedTuple, Protocol, Sequence, TypeVar
 
-__all__ = ["Edge", "SpreadResult", "spread", "spread_flow", "spread_reference"]
+__all__ = ["Edge", "Step", "SpreadResult", "spread", "spread_flow", "spread_steps", "spread_reference"]
 
 
 class Edge(NamedTuple):
@@ -59,9 +59,7 @@ def spread_flow(
     This is the form the recall pipeline drives, so that each hop becomes one
     batched store call (sync or async) without the algorithm knowing about I/O.
     """
-    decays = [float(decay)] * max_hops if isinstance(decay, (int, float)) else [float(d) for d in decay]
-    if len(decays) < max_hops:
-        decays += [decays[-1] if decays else 0.5] * (max_hops - len(decays))
+    decays = _hop_decays(decay, max_hops)
     seed_set = set(seeds)
     total: dict[str, float] = {}
     best_in: dict[str, tuple[float, Edge]] = {}
@@ -97,6 +95,98 @@ def spread_flow(
             total[n] = max(total.get(n, 0.0), a) if aggregate == "max" else total.get(n, 0.0) + a
         current = {n: a for n, a in gained.items() if a > threshold}
     return SpreadResult(total, {n: e for n, (_, e) in best_in.items()}, sizes)
+
+
+class Step(Protocol):
+    """What :func:`spread_steps` reads of a neighbour row (a store's row as it comes)."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def weight(self) -> float: ...
+
+
+S = TypeVar("S", bound=Step)
+
+
+def spread_steps(
+    seeds: Mapping[str, float],
+    to_edge: Callable[[S, int], Edge],
+    *,
+    max_hops: int = 2,
+    decay: float | Sequence[float] = 0.5,
+    damping: float = 1.0,
+    threshold: float = 1e-4,
+    frontier_cap: int = 400,
+    aggregate: str = "sum",
+    degree_offset: int = 0,
+) -> Generator[list[str], tuple[Sequence[S], Mapping[str, int]], SpreadResult]:
+    """:func:`spread_flow` over a store's rows as they come: each hop receives ``(rows, degree)``,
+    ``degree`` the degree of every row's source, and ``to_edge(row, degree)`` makes an :class:`Edge`
+    of the few rows that become a node's best incoming edge.
+
+    The same arithmetic in the same order as :func:`spread_flow` (the spec it is tested against),
+    without an :class:`Edge` per row: the thousand rows a recall's entity hop reads cost one pass.
+    """
+    decays = _hop_decays(decay, max_hops)
+    seed_set = set(seeds)
+    total: dict[str, float] = {}
+    best_in: dict[str, tuple[float, S, int]] = {}
+    current = {n: a for n, a in seeds.items() if a > threshold}
+    sizes: list[int] = []
+    divisors: dict[int, float] = {}
+    keep_max = aggregate == "max"
+    for hop in range(max_hops):
+        if not current:
+            break
+        frontier = sorted(current, key=lambda n: (-current[n], n))[:frontier_cap]
+        current = {n: current[n] for n in frontier}
+        sizes.append(len(frontier))
+        rows, degree = yield frontier
+        d = decays[hop]
+        gained: dict[str, float] = {}
+        for r in rows:
+            source = r.source
+            a = current.get(source)
+            if a is None:
+                continue
+            target = r.target
+            if target == source or target in seed_set:
+                continue
+            deg = degree[source]
+            divisor = divisors.get(deg)
+            if divisor is None:
+                divisor = divisors[deg] = max(deg - degree_offset, 1) ** damping if damping else 1.0
+            flow = a * r.weight * d / divisor
+            if flow <= threshold:
+                continue
+            had = gained.get(target)
+            if had is None:
+                gained[target] = flow
+            elif keep_max:
+                if flow > had:
+                    gained[target] = flow
+            else:
+                gained[target] = had + flow
+            if target not in total:
+                prev = best_in.get(target)
+                if prev is None or flow > prev[0]:
+                    best_in[target] = (flow, r, deg)
+        for n, a in gained.items():
+            old = total.get(n)
+            total[n] = a if old is None else (max(old, a) if keep_max else old + a)
+        current = {n: a for n, a in gained.items() if a > threshold}
+    return SpreadResult(total, {n: to_edge(r, deg) for n, (_, r, deg) in best_in.items()}, sizes)
+
+
+def _hop_decays(decay: float | Sequence[float], max_hops: int) -> list[float]:
+    """One decay per hop: a single value for every hop, or a sequence whose last value repeats."""
+    decays = [float(decay)] * max_hops if isinstance(decay, (int, float)) else [float(d) for d in decay]
+    if len(decays) < max_hops:
+        decays += [decays[-1] if decays else 0.5] * (max_hops - len(decays))
+    return decays
 
 
 def spread(

@@ -55,6 +55,9 @@ class Seeded:
     n_docs: int | None = None  # the user's memories as the lexical route counted them (None: it did not run)
     known: float = 1.0  # share of the query's informative words the user's memories hold at all
     names_known: float = 1.0  # share of the names the query asks about that the user's memories hold
+    # memories the merge scored: the seeds and every memory only spreading reached, of which only the
+    # kept ones join ``cands`` (0 before the merge; see ripple.recall.merge.merge_channels)
+    scored: int = 0
 
 
 @dataclass(slots=True)

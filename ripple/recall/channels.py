@@ -33,13 +33,13 @@ from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, Neighbor
 from graphstore.requests import ExpandWalk, GetEntities
 
 from .._requests import Request
-from .activation import Edge, SpreadResult, spread_flow
+from .activation import Edge, SpreadResult, spread_steps
 from .candidates import ChannelResult, Seeded, StageTimer
 from .config import ChannelConfig, EntityChannelConfig, PPRChannelConfig, RecallConfig, SessionChannelConfig
 from .query import QueryInput
 from .scoring import minmax
 
-__all__ = ["ChannelContext", "ChannelPlan", "CHANNELS", "register_channel", "spread_stage", "edges_from_rows"]
+__all__ = ["ChannelContext", "ChannelPlan", "CHANNELS", "register_channel", "spread_stage", "edges_from_rows", "source_degrees"]
 
 ChannelPlan = Generator[Request, Any, ChannelResult]
 C = TypeVar("C", bound=ChannelConfig)
@@ -200,24 +200,25 @@ def _drive_spread(
     labels: tuple[str, ...] | None = None,
     **options: Any,
 ) -> Generator[Request, Any, SpreadResult]:
-    """Drive :func:`~ripple.recall.activation.spread_flow` as an :class:`~graphstore.requests.ExpandWalk`:
-    one batched ``expand`` per hop, or one read of the whole neighbourhood where the store offers it."""
-    walk = _spread_walk(spread_flow(seeds, max_hops=max_hops, **options), labels)
+    """Drive :func:`~ripple.recall.activation.spread_steps` (:func:`~ripple.recall.activation.spread_flow`
+    over the rows as they come) as an :class:`~graphstore.requests.ExpandWalk`: one batched ``expand``
+    per hop, or one read of the whole neighbourhood where the store offers it."""
+    walk = _spread_walk(spread_steps(seeds, _edge, max_hops=max_hops, **options), labels)
     # (``labels``: the walk never continues from an entity whose label it drops, a hint for the store)
     result: SpreadResult = yield ExpandWalk(user_id, types, walk, max_hops=max_hops,
                                             max_degree=max_degree, labels=labels)
     return result
 
 
-def _spread_walk(flow: Generator[list[str], Any, SpreadResult],
+def _spread_walk(flow: Generator[list[str], tuple[Sequence[Neighbor], Mapping[str, int]], SpreadResult],
                  labels: tuple[str, ...] | None) -> Generator[list[str], list[Neighbor], SpreadResult]:
-    """The activation flow as a walk: frontiers out, neighbour rows in (as activation edges)."""
+    """The activation flow as a walk: frontiers out, neighbour rows in (with their sources' degrees)."""
     known_degree: dict[str, int] = {}
     try:
         frontier = next(flow)
         while True:
-            rows = yield frontier
-            frontier = flow.send(edges_from_rows(_keep_labels(rows, labels), known_degree))
+            rows = _keep_labels((yield frontier), labels)
+            frontier = flow.send((rows, source_degrees(rows, known_degree)))
     except StopIteration as stop:
         result: SpreadResult = stop.value
         return result
@@ -231,8 +232,12 @@ def _keep_labels(rows: list[Neighbor], labels: tuple[str, ...] | None) -> list[N
     return [r for r in rows if not r.label or r.label in allowed]
 
 
-def edges_from_rows(neighbors: Sequence[Neighbor], known_degree: dict[str, int]) -> list[Edge]:
-    """Neighbour rows as activation edges, each with its source's degree (what damping divides by).
+def _edge(n: Neighbor, source_degree: int) -> Edge:
+    return Edge(n.source, n.target, n.weight, source_degree, n.type, n.predicate)
+
+
+def source_degrees(neighbors: Sequence[Neighbor], known_degree: dict[str, int]) -> dict[str, int]:
+    """The degree of each row's source (what damping divides by).
 
     A row carries the degree of its *target*.  For the entity -> memory step the
     entity is the source: its degree was learned from the previous hop's rows
@@ -245,8 +250,13 @@ def edges_from_rows(neighbors: Sequence[Neighbor], known_degree: dict[str, int])
             rows_from[n.source] = rows_from.get(n.source, 0) + 1
             if n.label:  # the target is an entity
                 known_degree.setdefault(n.target, n.degree)
-    degree = {
+    return {
         s: known_degree.get(s, rows_from.get(s, 1) if s.startswith("e_") else 1)
         for s in {n.source for n in neighbors}
     }
-    return [Edge(n.source, n.target, n.weight, degree[n.source], n.type, n.predicate) for n in neighbors]
+
+
+def edges_from_rows(neighbors: Sequence[Neighbor], known_degree: dict[str, int]) -> list[Edge]:
+    """Neighbour rows as activation edges, each with its source's degree (:func:`source_degrees`)."""
+    degree = source_degrees(neighbors, known_degree)
+    return [_edge(n, degree[n.source]) for n in neighbors]

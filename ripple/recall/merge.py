@@ -15,12 +15,12 @@ from .activation import Edge
 from .candidates import Candidate, ChannelResult, Seeded
 from .config import MergeConfig, RecallConfig, RerankMethod, TierConfig
 from .query import QueryInput, has_recency_cue
-from .scoring import recency_factor
+from .scoring import recency_factor, top
 
 if TYPE_CHECKING:
     from datetime import date
 
-__all__ = ["merge_channels", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "when_boosts", "time_answer_boosts", "path_to"]
+__all__ = ["merge_channels", "merge_channels_reference", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "when_boosts", "time_answer_boosts", "path_to"]
 
 
 def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config: RecallConfig, k: int) -> list[Candidate]:
@@ -31,7 +31,71 @@ def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config:
     ``channels``; when spreading gave it more than its own seed score, its
     ``via`` is the channel that gave the most (the first one on a tie) and its
     ``path`` the edges from that channel's source to it.
+
+    Spreading reaches hundreds to thousands of memories of which a hundred are
+    kept: every one is scored (plain floats in one dict), but only the kept
+    ones become (or are updated as) :class:`Candidate` objects; the kept ones
+    that only spreading reached join ``seeded.cands``, and ``seeded.scored``
+    counts every memory scored (:func:`merge_channels_reference` is the
+    readable spec it is tested against: the same kept list, to the bit).
     """
+    cands = seeded.cands
+    if seeded.final:
+        return list(cands.values())
+    weights = {name: cfg.weight for cfg in config.spread.channels if (name := cfg.name) in results}
+    top_seed = seeded.top
+    # (each term as the reference adds it: a channel that did not reach a memory adds 0.0, a no-op)
+    activation: dict[str, float] = {}
+    for name, res in results.items():
+        w = weights[name]
+        for n, raw in res.activation.items():
+            activation[n] = activation.get(n, 0.0) + w * (raw or 0.0)
+    score = {i: c.seed / top_seed + 0.0 for i, c in cands.items()}
+    for n, act in activation.items():
+        c = cands.get(n)
+        score[n] = (0.0 if c is None else c.seed) / top_seed + act
+    seeded.scored = len(score)
+    keep: list[Candidate] = []
+    for n in top(score, _kept(config, k)):
+        c = cands.get(n)
+        if c is None:
+            c = cands[n] = Candidate(n)
+        reached = activation.get(n)
+        if reached is not None:
+            c.activation = reached
+            c.via = _via(c, results, weights, top_seed)
+        c.score = score[n]
+        if c.via in results:
+            res = results[c.via]
+            c.path = path_to(c.id, res.parents, res.sources)
+        keep.append(c)
+    return keep
+
+
+def _kept(config: RecallConfig, k: int) -> int:
+    """How many merged candidates the next stages need (the reranker's head, twice, or 4 k)."""
+    rr = config.rerank
+    return max(rr.top_n, k) * 2 if rr.method != RerankMethod.NONE else max(k * 4, 50)
+
+
+def _via(c: Candidate, results: Mapping[str, ChannelResult], weights: Mapping[str, float], top_seed: float) -> str:
+    """Record each channel's activation of ``c``; its ``via``: the channel that gave the most (the
+    first on a tie) when spreading gave more than its seed score, else as it was."""
+    best, best_name = float("-inf"), ""
+    for name, res in results.items():
+        raw = res.activation.get(c.id)
+        if raw is not None:
+            c.channels[name] = raw
+        part = weights[name] * (raw or 0.0)
+        if part > best:
+            best, best_name = part, name
+    return best_name if c.activation > c.seed / top_seed else c.via
+
+
+def merge_channels_reference(seeded: Seeded, results: Mapping[str, ChannelResult], config: RecallConfig,
+                             k: int) -> list[Candidate]:
+    """The readable spec of :func:`merge_channels`: a candidate for every memory reached, all scored
+    and sorted, then cut (the tests hold the fast version to it; ``seeded.scored`` is left alone)."""
     cands = seeded.cands
     if seeded.final:
         return list(cands.values())
@@ -58,8 +122,7 @@ def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config:
     for c in cands.values():
         c.score = (c.seed / seeded.top) + c.activation
     ordered = sorted(cands.values(), key=lambda c: (-c.score, c.id))
-    rr = config.rerank
-    keep = ordered[: max(rr.top_n, k) * 2 if rr.method != RerankMethod.NONE else max(k * 4, 50)]
+    keep = ordered[: _kept(config, k)]
     for c in keep:
         if c.via in results:
             res = results[c.via]

@@ -43,7 +43,7 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, 
     results = yield from spread_stage(q, config, seeded, timer)
     cands = merge_channels(seeded, results, config, q.k)
     if not seeded.final:
-        timer.lap("merge", len(seeded.cands))
+        timer.lap("merge", seeded.scored)
     ids = [c.id for c in cands]
     records = {r.id: r for r in (yield GetMemories(ids))} if ids else {}
     statuses = tuple(config.merge.include_statuses)

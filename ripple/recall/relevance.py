@@ -66,13 +66,20 @@ class QuerySignals:
 
 
 def query_signals(q: QueryInput, seeded: Seeded) -> QuerySignals:
-    """The query's signals from every scored candidate (the seed pool, not only the hits)."""
+    """The query's signals from every scored candidate (the seed pool, not only the hits).
+
+    A memory only spreading reached has none of these signals (0.0 each); the
+    merge scored such memories without making candidates of them all
+    (``seeded.scored`` counts them), so they count here as a 0.0 floor.
+    """
     pool = seeded.cands.values()
-    top_multilingual = max((c.multilingual for c in pool), default=0.0)
+    floor = (0.0,) if seeded.scored > len(seeded.cands) else ()
+    top_multilingual = max((*floor, *(c.multilingual for c in pool)), default=0.0)
     return QuerySignals(
         known=seeded.known, names_known=seeded.names_known,
-        top_late=max((c.late for c in pool), default=0.0), top_dense=max((c.dense for c in pool), default=0.0),
-        top_coverage=max((c.coverage for c in pool), default=0.0), cjk=0.0 if q.language == "en" else 1.0,
+        top_late=max((*floor, *(c.late for c in pool)), default=0.0),
+        top_dense=max((*floor, *(c.dense for c in pool)), default=0.0),
+        top_coverage=max((*floor, *(c.coverage for c in pool)), default=0.0), cjk=0.0 if q.language == "en" else 1.0,
         top_multilingual=top_multilingual, multilingual_route=1.0 if top_multilingual > 0 else 0.0,
     )
 
