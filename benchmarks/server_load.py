@@ -151,7 +151,8 @@ def _over_http(backend: str, store: str, env: dict[str, str], turns: list[Any], 
     log = tmp / f"serve-{backend}-{workers}.log"
     command = ["serve", "--log-level", "warning", "--workers", str(workers)]
     surface = _http_surface(workers)
-    with ripple_process(store, command, log=log, env=child_env(**env)) as server:
+    # (timing starts only when every worker has answered ready: each loads its models on its own)
+    with ripple_process(store, command, log=log, env=child_env(**env), workers=workers) as server:
         return asyncio.run(_http_cells(backend, server.url, turns, queries, levels, args, surface, workers))
 
 
@@ -167,7 +168,7 @@ async def _http_cells(backend: str, url: str, turns: list[Any], queries: list[st
             if r.status_code >= 300:
                 raise RuntimeError(f"{r.status_code}: {r.text[:200]}")
 
-        for n in range(WARM_REQUESTS * workers):  # (several workers each load their models on a first request)
+        for n in range(WARM_REQUESTS * workers):  # (unmeasured: the first requests of each worker are slower)
             await post(f"/v1/users/{RECALL_USER}/recall", {"query": queries[n % len(queries)], "k": args.k})
         for clients in levels:
             async def recall(n: int) -> None:

@@ -370,7 +370,8 @@ MATCH (m:Memory {id: id}) WHERE m.status = 'active'
 WITH m.user_id AS user, collect(m) AS ms, count(m) AS n, sum(m.doc_len) AS len
 CALL (user, n, len) {
     MATCH (x:Lexicon {user_id: user})
-    SET x.n_docs = x.n_docs - n, x.total_len = x.total_len - len
+    WITH x, n, len, x.n_docs AS n_docs, x.total_len AS total_len
+    SET x.n_docs = n_docs - n, x.total_len = total_len - len
 }
 UNWIND ms AS m
 MATCH (t:Term)-[p:POSTING]->(m)
@@ -391,10 +392,23 @@ CREATE (t)-[:POSTING {tf: row.tfs[i]}]->(m)
 
 _ADD_TOTALS = """
 UNWIND $rows AS row
-MERGE (x:Lexicon {user_id: row.user})
-ON CREATE SET x.n_docs = 0, x.total_len = 0, x.epoch = randomUUID(), x.rev = 0
-SET x.n_docs = x.n_docs + row.n, x.total_len = x.total_len + row.len
+MATCH (x:Lexicon {user_id: row.user})
+WITH x, row, x.n_docs AS n_docs, x.total_len AS total_len
+SET x.n_docs = n_docs + row.n, x.total_len = total_len + row.len
 """
+
+# Locks.  A write transaction takes the write lock of each of its users' Lexicon node first (the bump
+# below, users in sorted order), so the writers of one user queue there, holding nothing else, and what
+# they lock afterwards (terms, entities, aliases, memories) no other writer of the user can hold.  The
+# totals (above) then change the Lexicon node the transaction has locked already, and must not do it as
+# ``SET x.n = x.n + 1``: Cypher takes the node's lock anew for a property read in its own update, and
+# Neo4j 5.26 reports that as a deadlock (``DeadlockDetected``, the waiting writer is the victim) whenever
+# another writer of the user is queued on the node, which under concurrent adds of one user is nearly
+# always (each retry queues again; a deadlock met after a long queue had no budget left for a retry:
+# tests/graphstore/test_neo4j.py::test_concurrent_writers_of_one_user_meet_no_deadlock failed with
+# StoreUnavailable).  Reading the values with ``WITH`` first
+# takes no new lock, and loses no update because the bump's lock is held until the commit.  Every
+# statement that changes totals runs after a bump of the same users (``neo4jmaint`` too).
 
 # Revisions (what a near cache checks, graphstore.nearcache): every write that changes a user's memories
 # or entities bumps the user's revision on its Lexicon node, first thing in its transaction (users in
@@ -566,10 +580,12 @@ CALL () { UNWIND $entities AS id MATCH (e:Entity {id: id}) RETURN collect(id) AS
 RETURN memories, entities
 """
 
+# (rows of distinct ids in id order, each with its count: concurrent touches then lock shared memories in
+# one order, and no memory is read-modify-written twice in a transaction; see "Locks" above)
 _TOUCH = """
-UNWIND $ids AS id
-MATCH (m:Memory {id: id})
-SET m.access_count = m.access_count + 1, m.last_access = $at
+UNWIND $rows AS row
+MATCH (m:Memory {id: row.id})
+SET m.access_count = m.access_count + row.n, m.last_access = $at
 """
 
 _CHANGED_STATUS = """
@@ -1149,10 +1165,13 @@ class _Neo4jCore:
         if wait is None:
             if retryable:
                 attempts = f"{schedule.attempts} attempt{'s' if schedule.attempts > 1 else ''}"
+                # (a deadlock or a lock timeout is a server that answers: say so, not "is it running?")
+                what = (f"cannot reach Neo4j at {self.uri}: {_flat(exc)} (is the server running?)"
+                        if isinstance(exc, unreachable) else
+                        f"Neo4j at {self.uri} kept failing with a transient error: {_flat(exc)}")
                 raise StoreUnavailable(
-                    f"cannot reach Neo4j at {self.uri}: {_flat(exc)} (is the server running?); gave up after"
-                    f" {schedule.elapsed:.1f} s and {attempts} (retry budget {self._retry.seconds:g} s,"
-                    " RIPPLE_NEO4J_RETRY_SECONDS)"
+                    f"{what}; gave up after {schedule.elapsed:.1f} s and {attempts} (retry budget"
+                    f" {self._retry.seconds:g} s, RIPPLE_NEO4J_RETRY_SECONDS)"
                 ) from exc
             raise exc
         if not self._failing:  # once per outage: until a transaction succeeds again
@@ -1290,9 +1309,9 @@ class _Neo4jCore:
             if self._dims[label] != dim:
                 yield from self._plan_vector_index(label, dim)
         memories = list({m.id: m for m in batch.memories}.values())  # the last record of an id wins
-        memory_rows = [_memory_row(m) for m in memories]
+        memory_rows = [_memory_row(m) for m in sorted(memories, key=lambda m: m.id)]  # (locked in id order)
         postings, totals = _posting_rows([(m.id, m.user_id, m.terms) for m in memories if m.status == ACTIVE])
-        entity_rows = [_entity_row(e) for e in batch.entities]
+        entity_rows = [_entity_row(e) for e in sorted(batch.entities, key=lambda e: e.id)]  # (an id's rows in order)
         edge_rows: list[dict[str, Any]] = [
             {"n": n, "type": x.type, "src": x.src, "dst": x.dst, "predicate": x.predicate, "user_id": x.user_id,
              "weight": x.weight, "evidence": x.evidence, "at": x.at} for n, x in enumerate(batch.edges)]
@@ -1336,10 +1355,11 @@ class _Neo4jCore:
 
     def _plan_touch(self, memory_ids: Sequence[str], at: float) -> _Plan[None]:
         if memory_ids:
-            yield _write(_TOUCH, ids=list(memory_ids), at=at)
+            counts = Counter(memory_ids)
+            yield _write(_TOUCH, rows=[{"id": i, "n": counts[i]} for i in sorted(counts)], at=at)
 
     def _plan_set_status(self, memory_ids: Sequence[str], status: str) -> _Plan[int]:
-        ids = list(dict.fromkeys(memory_ids))
+        ids = sorted(set(memory_ids))  # (locked in id order, as every writer of memories does)
         if not ids:
             return 0
 
@@ -1363,7 +1383,7 @@ class _Neo4jCore:
         return len(changed)
 
     def _plan_delete_memories(self, memory_ids: Sequence[str]) -> _Plan[dict[str, int]]:
-        ids = list(dict.fromkeys(memory_ids))
+        ids = sorted(set(memory_ids))  # (locked in id order, as every writer of memories does)
         if not ids:
             return {"memories": 0, "edges": 0}
 

@@ -33,6 +33,7 @@ from .neo4j import (
     _VECTOR_INDEX,
     SCHEMA_VERSION,
     _Body,
+    _bump,
     _Plan,
     _posting_rows,
     _read,
@@ -256,6 +257,7 @@ def plan_reindex(core: "_Neo4jCore", progress: Callable[[int, int], None] | None
 
 def _add_postings(rows: list[dict[str, Any]], totals: list[dict[str, Any]]) -> _Tx:
     def body() -> _Body[None]:
+        yield from _bump(sorted({t["user"] for t in totals}))  # (the totals change the Lexicon node it locks)
         yield _Stmt(_ADD_POSTINGS, {"rows": rows})
         yield _Stmt(_ADD_TOTALS, {"rows": totals})
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.graphstore.test_neo4j import PASSWORD, URI, driver, wipe  # noqa: F401  (fixture)
-from ripple.server.process import ROOT, ServerProcess, child_env, ripple_process
+from ripple.server.process import ROOT, ServerProcess, child_env, ripple_process, wait_ready
 
 pytestmark = pytest.mark.slow
 
@@ -311,7 +311,7 @@ def test_workers_share_the_port_and_the_store(tmp_path: Path) -> None:
     embedded store; what one worker writes, any worker recalls (caches coherent across processes);
     SIGTERM stops them all gracefully."""
     command = ["serve", "--workers", "2", "--token", TOKEN, "--log-level", "warning"]
-    with ripple_process(str(tmp_path / "store"), command, log=tmp_path / "server.log") as srv:
+    with ripple_process(str(tmp_path / "store"), command, log=tmp_path / "server.log", workers=2) as srv:
         workers = _children(srv.proc.pid)
         workers.discard(next((p for p in workers if "resource_tracker" in Path(f"/proc/{p}/cmdline").read_text()), -1))
         assert len(workers) == 2, workers
@@ -319,7 +319,9 @@ def test_workers_share_the_port_and_the_store(tmp_path: Path) -> None:
         answered = set()
         for n in range(12):  # a new connection each time: the kernel hands each to whichever worker accepts
             with httpx.Client(base_url=srv.url, headers=headers, timeout=120) as fresh:
-                answered.add(fresh.get("/health/live").json()["pid"])
+                ready = fresh.get("/health/ready")  # (ripple_process waited for both workers)
+                assert ready.status_code == 200, ready.text
+                answered.add(ready.json()["pid"])
                 if n == 0:
                     r = fresh.post("/v1/users/w/memories", json={"text": "The Atlas go-live moved to May 9."})
                     assert r.status_code == 201, r.text
@@ -332,3 +334,45 @@ def test_workers_share_the_port_and_the_store(tmp_path: Path) -> None:
         assert answered <= workers and answered  # the workers answer, not the supervisor
         assert srv.stop() == 0
     assert not any(Path(f"/proc/{p}").exists() for p in workers)
+
+
+class _Workers:
+    """Fake readiness probes: a scripted sequence of (status, pid) answers, on a fake clock."""
+
+    def __init__(self, answers: list[tuple[int | None, int | None]]) -> None:
+        self.answers = list(answers)
+        self.now = 0.0
+        self.probes = 0
+
+    def probe(self) -> tuple[int | None, int | None]:
+        self.probes += 1
+        return self.answers.pop(0) if self.answers else (200, 101)  # then only the first worker answers
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_wait_ready_waits_for_every_worker() -> None:
+    """The first worker ready (and answering again and again) is not enough: the wait goes on until
+    the second one, which answered 503 while loading its models, answers 200."""
+    w = _Workers([(None, None), (200, 101), (200, 101), (503, 202), (200, 101), (503, 202), (200, 202), (200, 101)])
+    assert wait_ready(w.probe, workers=2, timeout=60, clock=lambda: w.now, sleep=w.sleep) == {101, 202}
+    assert w.probes == 7
+    one = _Workers([(503, 7), (200, 7)])
+    assert wait_ready(one.probe, clock=lambda: one.now, sleep=one.sleep) == {7} and one.probes == 2
+
+
+def test_wait_ready_times_out_naming_the_workers() -> None:
+    w = _Workers([(200, 101), (503, 202), (503, 202)])
+    with pytest.raises(TimeoutError, match=r"1 of 2 server process\(es\) ready after 30 s \(ready pids \[101\];"
+                                           r" not ready: \[202\]\)"):
+        wait_ready(w.probe, workers=2, timeout=30, clock=lambda: w.now, sleep=w.sleep)
+    assert 140 <= w.probes <= 160  # every 0.2 s for 30 s
+
+
+def test_wait_ready_stops_when_the_server_died() -> None:
+    w = _Workers([(503, 101)] * 3)
+    with pytest.raises(RuntimeError, match="exited with 3"):
+        wait_ready(w.probe, workers=2, clock=lambda: w.now, sleep=w.sleep,
+                   exited=lambda: "server exited with 3" if w.probes >= 2 else None)
+    assert w.probes == 2

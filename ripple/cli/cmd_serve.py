@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ripple.settings import RippleSettings
 from ripple.server.settings import ServerSettings, check_bind
 
 if TYPE_CHECKING:
     from ripple import AsyncMemory
+
+WORKER_HEALTHCHECK_S = 60  # seconds a `--workers` worker may take to answer uvicorn's supervisor (see _serve_workers)
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -38,6 +40,7 @@ def run(args: argparse.Namespace, settings: RippleSettings) -> int:
 
 def _serve_workers(settings: RippleSettings, listen: ServerSettings, args: argparse.Namespace) -> int:
     """``listen.workers`` server processes on one socket, each with its own memory on the one store."""
+    import inspect
     import math
     import os
 
@@ -50,9 +53,14 @@ def _serve_workers(settings: RippleSettings, listen: ServerSettings, args: argpa
     asyncio.run(_reachable(settings))  # a bad store is one line here, not N workers failing to start
     os.environ[WORKER_SPEC] = worker_spec(settings, token=listen.token, max_body_bytes=listen.max_body_bytes,
                                           warm=not args.no_warm)
+    # uvicorn's supervisor kills and restarts a worker that does not answer its ping within 5 s by default;
+    # a worker loading its models on a busy machine can miss that, and was restarted again and again
+    # (4 pids for 2 workers, none ready after 300 s, in the --workers 2 test under load)
+    extra: dict[str, Any] = ({"timeout_worker_healthcheck": WORKER_HEALTHCHECK_S}
+             if "timeout_worker_healthcheck" in inspect.signature(uvicorn.run).parameters else {})
     uvicorn.run("ripple.server.app:worker_app", factory=True, host=listen.host, port=listen.port,
                 workers=listen.workers, log_level=args.log_level, lifespan="on", server_header=False,
-                timeout_graceful_shutdown=math.ceil(listen.graceful_timeout), log_config=None)
+                timeout_graceful_shutdown=math.ceil(listen.graceful_timeout), log_config=None, **extra)
     return 0
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import graphstore.neo4j
-from graphstore import open_store
+from graphstore import open_store, retries
 from graphstore.neo4j import AsyncNeo4jStore, Neo4jStore
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED, GraphStore
 from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, EdgeRecord, EntityRecord, StoredMemory, WriteBatch
@@ -364,6 +364,89 @@ def test_concurrent_writers_lose_nothing(clean: Any) -> None:
         store.close()
 
 
+def _deadlocks_of(threads: int, work: Callable[[int], None]) -> list[str]:
+    """Run ``work(t)`` in ``threads`` threads at once; the deadlocks their store calls met (each a retry)."""
+    seen: list[str] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(threads)
+
+    def run(t: int) -> None:
+        with retries.recording() as mine:
+            try:
+                start.wait()
+                work(t)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+            seen.extend(r.error for r in mine if "DeadlockDetected" in r.error)
+
+    pool = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+    assert not errors, errors[0]
+    return seen
+
+
+def test_concurrent_writers_of_one_user_meet_no_deadlock(clean: Any) -> None:
+    """Adds of one user at once, shaped as ripple's are (shared terms, entities seen again with a new alias,
+    MENTIONS, RELATED, a session's NEXT chain; in English and Chinese): every transaction queues on the
+    user's Lexicon node and none is chosen as a deadlock victim (issue 18's serve-load saw 31 deadlocks
+    in 800 adds, each a retry; the totals' ``x.n = x.n + ...`` on the locked node was the cause)."""
+    store = connect()
+    names = ["e_alice", "e_bob", "e_北京", "e_张伟"]
+    store.write(WriteBatch(entities=[make_entity(e) for e in names]))
+    threads, per = 4, 8
+
+    def writer(t: int) -> None:
+        for i in range(per):
+            mid = f"m_{t}_{i}"
+            ents = [names[(t + i) % 4], names[(t + i + 1) % 4]]
+            edges = [EdgeRecord(mid, EDGE_MENTIONS, e, "u1") for e in ents]
+            edges.append(EdgeRecord(min(ents), EDGE_RELATED, max(ents), "u1", 0.5, predicate="co_mention", evidence=mid))
+            if i:
+                edges.append(EdgeRecord(f"m_{t}_{i - 1}", EDGE_NEXT, mid, "u1"))
+            store.write(WriteBatch(
+                memories=[make_memory(mid, session=f"s{t}", at=float(i), terms=("shared", "北京", f"t{t}"))],
+                entities=[make_entity(e, aliases=(f"~{t}",)) for e in ents], edges=edges))
+
+    try:
+        deadlocks = _deadlocks_of(threads, writer)
+        assert deadlocks == [], f"{len(deadlocks)} deadlocks in {threads * per} writes; first: {deadlocks[0]}"
+        n = threads * per
+        assert store.stats("u1")["memories"] == n
+        assert store.lexical_stats("u1", ["shared", "北京"]) == (n, 3.0, {"shared": n, "北京": n})
+        assert sum(entity_degrees(store, names).values()) == 2 * n
+        with clean.session() as session:  # one revision per write, none lost
+            assert session.run("MATCH (x:Lexicon {user_id: 'u1'}) RETURN x.rev AS rev").single()["rev"] == 1 + n
+    finally:
+        store.close()
+
+
+def test_concurrent_touches_meet_no_deadlock(clean: Any) -> None:
+    """Recalls touching the same memories in different orders (and one twice) lock them in one order:
+    no deadlock, and every access is counted."""
+    store = connect()
+    ids = [f"m_{j:02d}" for j in range(12)]
+    store.write(WriteBatch(memories=[make_memory(m) for m in ids]))
+    threads, rounds = 4, 6
+
+    def toucher(t: int) -> None:
+        order = random.Random(t)
+        for _ in range(rounds):
+            shuffled = order.sample(ids, len(ids))
+            store.touch(shuffled + shuffled[:1], 5.0)
+
+    try:
+        deadlocks = _deadlocks_of(threads, toucher)
+        assert deadlocks == [], f"{len(deadlocks)} deadlocks in {threads * rounds} touches; first: {deadlocks[0]}"
+        counts = {m.id: m.access_count for m in store.get_memories(ids)}
+        assert sum(counts.values()) == threads * rounds * (len(ids) + 1)
+        assert min(counts.values()) >= threads * rounds
+    finally:
+        store.close()
+
+
 def test_large_user_is_deleted_in_bounded_transactions(clean: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(graphstore.neo4j, "_DELETE_BATCH", 300)
     store = connect()
@@ -403,6 +486,21 @@ def test_down_server_is_store_unavailable() -> None:
     # checks that a budget bounds the wait)
     with pytest.raises(StoreUnavailable, match=r"cannot reach Neo4j.*retry budget 0.5 s"):
         Neo4jStore("bolt://127.0.0.1:9", password="x", connection_timeout=2, retry_seconds=0.5)
+
+
+def test_a_transient_error_past_the_budget_does_not_say_the_server_is_down() -> None:
+    """A deadlock met after a long wait in a lock queue (the budget spent) is a server that answers."""
+    import neo4j.exceptions as nx
+
+    from graphstore.neo4j import _Neo4jCore
+
+    core = _Neo4jCore("bolt://h:7687", user="neo4j", password="x", database=None, retry_seconds=0,
+                      maintenance=False, near_cache_mb=0)
+    with pytest.raises(StoreUnavailable, match=r"kept failing with a transient error: deadlock.*retry budget 0 s") as c:
+        core._after_failure(nx.TransientError("deadlock detected"), core._retry.start())
+    assert "is the server running" not in str(c.value)
+    with pytest.raises(StoreUnavailable, match=r"cannot reach Neo4j.*is the server running"):
+        core._after_failure(nx.ServiceUnavailable("connection refused"), core._retry.start())
 
 
 def _driver_errors() -> list[type[BaseException]]:
