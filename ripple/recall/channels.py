@@ -92,6 +92,16 @@ class ChannelContext:
             return {i: rel[i] for i in strong if rel[i] > 0}
         if cfg.source_strength == "sure":
             return {i: self.seeds[i] * rel[i] for i in strong if rel[i] > 0}
+        if cfg.source_strength == "first":
+            return {i: self.seeds[i] * (1.0 if n == 0 else rel[i]) for n, i in enumerate(strong) if n == 0 or rel[i] > 0}
+        if cfg.source_strength == "relative":
+            top = max(rel.values(), default=0.0)
+            return {i: self.seeds[i] * rel[i] / top for i in strong if rel[i] > 0} if top > 0 else {}
+        if cfg.source_strength == "lead":
+            lead = rel[strong[0]] if strong else 0.0
+            if lead <= 0:
+                return {i: self.seeds[i] for i in strong}
+            return {i: self.seeds[i] * min(1.0, rel[i] / lead) for i in strong if rel[i] > 0}
         floor = self.config.relevance.floor
         return {i: self.seeds[i] for i in strong if rel[i] >= floor}
 

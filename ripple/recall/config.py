@@ -148,7 +148,7 @@ class ChannelConfig(_Config):
     frontier_cap: int = Field(400, ge=1, description="strongest nodes kept per hop")
     threshold: float = Field(1e-4, ge=0, description="activation below this stops spreading")
     source_strength: str = Field(
-        "rank", pattern="^(rank|relevance|sure|floor)$",
+        "rank", pattern="^(rank|relevance|sure|floor|first|relative|lead)$",
         description="what a source spreads: rank = its score / the best seed's (the best always spreads 1);"
                     " relevance = its calibrated relevance (ripple.recall.relevance: how likely it holds an"
                     " answer at all); sure = both multiplied; floor = rank, but only from seeds whose relevance"
@@ -170,11 +170,12 @@ class SessionChannelConfig(ChannelConfig):
     name: Literal["session"] = "session"
     weight: float = Field(0.45, ge=0)
     sources: int = Field(5, ge=0)
-    # A seed spreads its rank-normalised score times its calibrated relevance: five near-equal weak seeds
-    # (e5's cosines after min-max) no longer flood the top with their neighbours.  On the Chinese set
-    # zh-conv-2 R@10 .812 -> .893, zh-conv-1 .610 -> .603; LoCoMo unchanged (R@10 .798, R@5 .711 -> .714)
-    # (benchmarks/RESULTS.md, "Recall generalisation (issue 17)").
-    source_strength: str = Field("sure", pattern="^(rank|relevance|sure|floor)$")
+    # A seed spreads its rank-normalised score times its calibrated relevance relative to the most relevant
+    # source's: seeds are told apart by their own evidence (five near-equal seeds of which only some hold what
+    # the query asks no longer all push their neighbours up by .45), and the query-wide part of the calibration
+    # (is anything relevant at all?) cancels, so a lone best seed spreads 1 in a store too small for the
+    # calibrator to be sure (benchmarks/RESULTS.md, "Recall generalisation (issue 17)").
+    source_strength: str = Field("relative", pattern="^(rank|relevance|sure|floor|first|relative|lead)$")
     weights: tuple[float, ...] = Field((1.0, 0.5, 0.25), description="activation kept 1, 2, 3 turns away")
 
 
