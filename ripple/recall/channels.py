@@ -83,7 +83,11 @@ class ChannelContext:
         Scores are normalised per query, so the best seed spreads 1 whether it is a sure match or
         the least bad of a pool of weak ones (e5's cosines sit in a narrow band: after min-max five
         near-equal seeds all spread about 1).  The calibrated relevance is the seed's own evidence,
-        on a scale that means the same for every query."""
+        on a scale that means the same for every query.  ``relative`` (the session channel's default)
+        divides it by the largest among the sources: for a logistic model that ratio is about the two
+        seeds' odds ratio, in which the query's own inputs and the bias cancel, so seeds are told apart
+        by their evidence while a store too small for the calibrator to be sure of anything (a lone
+        best seed rated .1) still spreads as under ``rank``."""
         strong = [i for i in self.ranked if self.seeds[i] >= cfg.source_min][: cfg.sources]
         if cfg.source_strength == "rank":
             return {i: self.seeds[i] for i in strong}
@@ -93,15 +97,15 @@ class ChannelContext:
         if cfg.source_strength == "sure":
             return {i: self.seeds[i] * rel[i] for i in strong if rel[i] > 0}
         if cfg.source_strength == "first":
-            return {i: self.seeds[i] * (1.0 if n == 0 else rel[i]) for n, i in enumerate(strong) if n == 0 or rel[i] > 0}
-        if cfg.source_strength == "relative":
-            top = max(rel.values(), default=0.0)
-            return {i: self.seeds[i] * rel[i] / top for i in strong if rel[i] > 0} if top > 0 else {}
-        if cfg.source_strength == "lead":
-            lead = rel[strong[0]] if strong else 0.0
-            if lead <= 0:
+            return {i: self.seeds[i] * (rel[i] if n else 1.0) for n, i in enumerate(strong) if rel[i] > 0 or not n}
+        if cfg.source_strength in ("relative", "lead"):
+            if cfg.source_strength == "relative":
+                ref = max(rel.values(), default=0.0)
+            else:
+                ref = rel[strong[0]] if strong else 0.0
+            if ref <= 0:  # no evidence to tell the seeds apart by
                 return {i: self.seeds[i] for i in strong}
-            return {i: self.seeds[i] * min(1.0, rel[i] / lead) for i in strong if rel[i] > 0}
+            return {i: self.seeds[i] * min(1.0, rel[i] / ref) for i in strong if rel[i] > 0}
         floor = self.config.relevance.floor
         return {i: self.seeds[i] for i in strong if rel[i] >= floor}
 

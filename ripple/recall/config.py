@@ -152,7 +152,9 @@ class ChannelConfig(_Config):
         description="what a source spreads: rank = its score / the best seed's (the best always spreads 1);"
                     " relevance = its calibrated relevance (ripple.recall.relevance: how likely it holds an"
                     " answer at all); sure = both multiplied; floor = rank, but only from seeds whose relevance"
-                    " reaches RelevanceConfig.floor",
+                    " reaches RelevanceConfig.floor; first = the best seed 1, the others sure; relative = rank x"
+                    " relevance / the largest relevance among the sources (the query-wide part of the calibration"
+                    " cancels); lead = rank x min(1, relevance / the best seed's)",
     )
 
     #: registered config classes by channel name (filled by ripple.recall.channels.register_channel)

@@ -51,6 +51,9 @@ def test_sources_spread_their_rank_or_their_own_evidence(language: str) -> None:
     assert by["relative"] == pytest.approx({"m_sure": 1.0, "m_weak": 0.95 * ratio})
     assert by["lead"] == pytest.approx({"m_sure": 1.0, "m_weak": 0.95 * ratio})
     assert ctx.relevance("m_unknown") == 0.0
+    # without the seeds' signals there is no evidence to tell them apart by: the default spreads their rank
+    blind = ChannelContext(ctx.query, ctx.seeds, ctx.ranked, None, ctx.config)
+    assert blind.sources(SessionChannelConfig()) == {"m_sure": 1.0, "m_weak": 0.95}
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
