@@ -77,22 +77,46 @@ def collect(ds: Dataset, folder: str, user_now: dict[str, float], k: int, progre
     return rows
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 1e-3, iters: int = 50) -> np.ndarray:
-    """Weights (last = bias) of an L2-regularised logistic regression, by Newton's method (IRLS)."""
-    xb = np.hstack([x, np.ones((len(x), 1))])
+def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 1e-2, iters: int = 50) -> np.ndarray:
+    """Weights (last = bias) of an L2-regularised logistic regression, by Newton's method (IRLS).
+
+    The loss is the mean class-balanced log loss, and ``l2`` penalises the weights of the
+    *standardised* inputs (each feature divided by its spread over ``x``), so one ``l2`` means
+    the same for a cosine in a narrow band (e5's, ~.7-.9) and a 0/1 flag; the weights returned
+    are for the raw inputs.  Without a real penalty, inputs that separate the classes almost
+    linearly in sample (the Chinese conversations' e5 cosines) get weights of 75-175 that
+    turn relevance into a step at one cosine (benchmarks/RESULTS.md, "Recall generalisation").
+    """
+    mean = x.mean(axis=0) if len(x) else np.zeros(x.shape[1])
+    std = x.std(axis=0) if len(x) else np.ones(x.shape[1])
+    std = np.where(std > 1e-9, std, 1.0)
+    xb = np.hstack([(x - mean) / std, np.ones((len(x), 1))])
     w = np.zeros(xb.shape[1])
     pos = max(1, int(y.sum()))
     neg = max(1, len(y) - pos)
-    sw = np.where(y > 0, len(y) / (2 * pos), len(y) / (2 * neg))  # balanced classes
+    sw = np.where(y > 0, 1 / (2 * pos), 1 / (2 * neg))  # balanced classes, mean loss
+    ridge = np.r_[np.full(len(w) - 1, l2), 0.0]
     for _ in range(iters):
         p = 1 / (1 + np.exp(-np.clip(xb @ w, -60, 60)))
-        grad = xb.T @ (sw * (p - y)) + l2 * np.r_[w[:-1], 0]
-        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + l2 * np.eye(len(w))
+        grad = xb.T @ (sw * (p - y)) + ridge * w
+        hess = (xb * (sw * p * (1 - p))[:, None]).T @ xb + np.diag(ridge + 1e-9)
         step = np.linalg.solve(hess, grad)
         w -= step
         if np.abs(step).max() < 1e-8:
             break
-    return w
+    raw = w[:-1] / std
+    return np.r_[raw, w[-1] - float(raw @ mean)]
+
+
+def log_loss(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
+    """Mean class-balanced log loss of weights ``w`` (bias last) on ``x``, ``y``: what ``l2`` is chosen by."""
+    if not len(y):
+        return float("nan")
+    p = 1 / (1 + np.exp(-np.clip(x @ w[:-1] + w[-1], -30, 30)))
+    pos = max(1, int(y.sum()))
+    neg = max(1, len(y) - pos)
+    sw = np.where(y > 0, 1 / (2 * pos), 1 / (2 * neg))
+    return float(-(sw * (y * np.log(p) + (1 - y) * np.log(1 - p))).sum())
 
 
 def _relevance(rows: list[dict[str, Any]], w: np.ndarray) -> dict[int, float]:
@@ -151,10 +175,49 @@ def _fit_rows(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+#: The L2 penalties compared (per standardised input, mean loss); the one with the lowest
+#: leave-one-conversation-out log loss is fitted on everything.
+L2_GRID = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3)
+
+
+def loo_folds(rows: list[dict[str, Any]], l2: float, keep: float) -> dict[str, Any]:
+    """Model and floor fitted without each conversation (neither its questions nor its user), scored on it."""
+    users = sorted({r["asked_of"] for r in rows})
+    folds = []
+    for user in users:
+        train = [r for r in rows if r["asked_of"] != user and r["from"] != user]
+        test = [r for r in rows if r["asked_of"] == user]
+        w = fit_logistic(*_fit_rows(train), l2=l2)
+        floor = choose_floor(train, _relevance(train, w), keep)
+        x, y = _fit_rows(test)
+        folds.append({"user": user, "weights": w.tolist(), "floor": floor, "log_loss": log_loss(x, y, w),
+                      "n_rows": len(y), **_scores(test, _relevance(test, w), floor)})
+    pooled = {
+        "all": _pool(folds),
+        "English": _pool([f for f in folds if not f["user"].startswith("zh")]),
+        "Chinese": _pool([f for f in folds if f["user"].startswith("zh")]),
+    }
+    return {"l2": l2, "folds": folds, "loo": pooled["all"], "pooled": pooled,
+            "max_weight": max(abs(v) for f in folds for v in f["weights"][:-1])}
+
+
+def _pool(folds: list[dict[str, Any]]) -> dict[str, float]:
+    if not folds:
+        return {}
+    weight = {"foreign_empty": "n_foreign", "log_loss": "n_rows"}
+    return {m: float(np.average([f[m] for f in folds], weights=[f[weight.get(m, "n_evidence")] for f in folds]))
+            for m in ("foreign_empty", "evidence_kept", "own_answered", "log_loss")}
+
+
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", default="locomo,zh", help="comma-separated multi-conversation datasets")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--keep", type=float, default=0.97, help="share of answerable own questions the floor must keep answered (default .97)")
+    parser.add_argument("--l2", default=",".join(map(str, L2_GRID)),
+                        help="comma-separated L2 penalties to compare leave-one-conversation-out (the lowest held-out"
+                             " log loss is fitted on everything)")
+    parser.add_argument("--rows", type=Path, default=None,
+                        help="refit from the rows of an earlier --out instead of recalling (same code and data!)")
     parser.add_argument("--store-cache", type=Path, default=None, help="folder to keep ingested stores in")
     parser.add_argument("--out", type=Path, default=None, help="JSON with rows, folds and the fitted model")
     parser.add_argument("--data-dir", type=Path, default=None)
@@ -165,38 +228,46 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     from benchmarks.loo import ingested
     from benchmarks.run import load_datasets
 
-    data_args = argparse.Namespace(sizes=[10_000], users=10, seed=0, n_queries=200, limit=None)
     rows: list[dict[str, Any]] = []
-    for name in [d.strip() for d in args.dataset.split(",") if d.strip()]:
-        (ds,) = list(load_datasets([name], Path(args.data_dir or default_data_dir()), data_args))
-        cache = args.store_cache / name if args.store_cache else None
-        with ingested(ds, cache, not args.no_progress) as (folder, user_now):
-            rows += collect(ds, folder, user_now, args.k, not args.no_progress)
-    users = sorted({r["asked_of"] for r in rows})
-    folds = []
-    for user in users:
-        train = [r for r in rows if r["asked_of"] != user and r["from"] != user]
-        test = [r for r in rows if r["asked_of"] == user]
-        w = fit_logistic(*_fit_rows(train))
-        floor = choose_floor(train, _relevance(train, w), args.keep)
-        folds.append({"user": user, "weights": w.tolist(), "floor": floor, **_scores(test, _relevance(test, w), floor)})
-    w_all = fit_logistic(*_fit_rows(rows))
-    rel_all = _relevance(rows, w_all)
-    floor_all = choose_floor(rows, rel_all, args.keep)
-    pooled_loo = {m: float(np.average([f[m] for f in folds],
-                                      weights=[f["n_foreign" if m == "foreign_empty" else "n_evidence"] for f in folds]))
-                  for m in ("foreign_empty", "evidence_kept", "own_answered")}
+    if args.rows is not None:
+        rows = json.loads(args.rows.read_text())["rows"]
+    else:
+        data_args = argparse.Namespace(sizes=[10_000], users=10, seed=0, n_queries=200, limit=None)
+        for name in [d.strip() for d in args.dataset.split(",") if d.strip()]:
+            (ds,) = list(load_datasets([name], Path(args.data_dir or default_data_dir()), data_args))
+            cache = args.store_cache / name if args.store_cache else None
+            with ingested(ds, cache, not args.no_progress) as (folder, user_now):
+                rows += collect(ds, folder, user_now, args.k, not args.no_progress)
+    grid = [loo_folds(rows, float(v), args.keep) for v in args.l2.split(",") if v.strip()]
+    print("| L2 | held-out log loss | largest weight | foreign empty (all / English / Chinese) |"
+          " own answered (all / English / Chinese) |")
+    print("|---|---|---|---|---|")
+    for g in grid:
+        p = g["pooled"]
+        print(f"| {g['l2']:g} | {p['all']['log_loss']:.4f} | {g['max_weight']:.1f} | "
+              + " / ".join(f"{p[k]['foreign_empty']:.3f}" for k in ("all", "English", "Chinese") if p[k]) + " | "
+              + " / ".join(f"{p[k]['own_answered']:.3f}" for k in ("all", "English", "Chinese") if p[k]) + " |")
+    chosen = min(grid, key=lambda g: g["loo"]["log_loss"])
+    folds, pooled_loo = chosen["folds"], chosen["loo"]
+    print(f"\nchosen L2 {chosen['l2']:g} (lowest held-out log loss)\n")
     print("| conversation | floor | foreign questions returning nothing | evidence kept | own questions answered |")
     print("|---|---|---|---|---|")
     for f in folds:
         print(f"| {f['user']} | {f['floor']:.3f} | {f['foreign_empty']:.3f} | {f['evidence_kept']:.3f} | {f['own_answered']:.3f} |")
-    print(f"| **pooled (LOO)** | | **{pooled_loo['foreign_empty']:.3f}** | **{pooled_loo['evidence_kept']:.3f}** |"
-          f" **{pooled_loo['own_answered']:.3f}** |")
+    for name, p in chosen["pooled"].items():
+        if p:
+            print(f"| **pooled (LOO){'' if name == 'all' else ', ' + name}** | | **{p['foreign_empty']:.3f}** |"
+                  f" **{p['evidence_kept']:.3f}** | **{p['own_answered']:.3f}** |")
+    w_all = fit_logistic(*_fit_rows(rows), l2=chosen["l2"])
+    rel_all = _relevance(rows, w_all)
+    floor_all = choose_floor(rows, rel_all, args.keep)
     print(f"\nfitted on everything: {weights_config(w_all)!r}; floor keeping {args.keep:.0%} of own questions answered: {floor_all:.3f};"
           f" in-sample {json.dumps({k: round(v, 3) for k, v in _scores(rows, rel_all, floor_all).items()})}")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"command": "python -m benchmarks " + " ".join(argv or sys.argv[1:]),
-                                        "weights": w_all.tolist(), "floor": floor_all, "folds": folds,
-                                        "loo": pooled_loo, "rows": rows}))
+                                        "l2": chosen["l2"], "weights": w_all.tolist(), "floor": floor_all,
+                                        "folds": folds, "loo": pooled_loo,
+                                        "grid": [{k: v for k, v in g.items() if k != "folds"} for g in grid],
+                                        "rows": rows}))
     return 0

@@ -26,7 +26,7 @@ entity -> memory, hub-damped) and ``ppr`` (personalised PageRank).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Mapping, Sequence, TypeVar
 
 from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, Neighbor
@@ -34,9 +34,10 @@ from graphstore.requests import ExpandWalk, GetEntities
 
 from .._requests import Request
 from .activation import Edge, SpreadResult, spread_steps
-from .candidates import ChannelResult, Seeded, StageTimer
+from .candidates import Candidate, ChannelResult, Seeded, StageTimer
 from .config import ChannelConfig, EntityChannelConfig, PPRChannelConfig, RecallConfig, SessionChannelConfig
 from .query import QueryInput
+from .relevance import QuerySignals, features, query_signals, relevance
 from .scoring import minmax
 
 __all__ = ["ChannelContext", "ChannelPlan", "CHANNELS", "register_channel", "spread_stage", "edges_from_rows", "source_degrees"]
@@ -72,11 +73,46 @@ class ChannelContext:
     ranked: Sequence[str]  # seed ids, best first
     n_docs: int | None  # the user's memories as the lexical route counted them, if it ran
     config: RecallConfig
+    cands: Mapping[str, Candidate] = field(default_factory=dict)  # the seeds with their route scores
+    signals: QuerySignals = QuerySignals()  # the query's absolute signals (for the seeds' relevance)
 
     def sources(self, cfg: ChannelConfig) -> dict[str, float]:
-        """The seeds a channel spreads from: its ``sources`` strongest scoring at least ``source_min``."""
-        strong = [i for i in self.ranked if self.seeds[i] >= cfg.source_min]
-        return {i: self.seeds[i] for i in strong[: cfg.sources]}
+        """The seeds a channel spreads from, and what each spreads: its ``sources`` strongest scoring at
+        least ``source_min`` of the best, each with the strength ``cfg.source_strength`` names.
+
+        Scores are normalised per query, so the best seed spreads 1 whether it is a sure match or
+        the least bad of a pool of weak ones (e5's cosines sit in a narrow band: after min-max five
+        near-equal seeds all spread about 1).  The calibrated relevance is the seed's own evidence,
+        on a scale that means the same for every query.  ``relative`` (the session channel's default)
+        divides it by the largest among the sources: for a logistic model that ratio is about the two
+        seeds' odds ratio, in which the query's own inputs and the bias cancel, so seeds are told apart
+        by their evidence while a store too small for the calibrator to be sure of anything (a lone
+        best seed rated .1) still spreads as under ``rank``."""
+        strong = [i for i in self.ranked if self.seeds[i] >= cfg.source_min][: cfg.sources]
+        if cfg.source_strength == "rank":
+            return {i: self.seeds[i] for i in strong}
+        rel = {i: self.relevance(i) for i in strong}
+        if cfg.source_strength == "relevance":
+            return {i: rel[i] for i in strong if rel[i] > 0}
+        if cfg.source_strength == "sure":
+            return {i: self.seeds[i] * rel[i] for i in strong if rel[i] > 0}
+        if cfg.source_strength == "first":
+            return {i: self.seeds[i] * (rel[i] if n else 1.0) for n, i in enumerate(strong) if rel[i] > 0 or not n}
+        if cfg.source_strength in ("relative", "lead"):
+            if cfg.source_strength == "relative":
+                ref = max(rel.values(), default=0.0)
+            else:
+                ref = rel[strong[0]] if strong else 0.0
+            if ref <= 0:  # no evidence to tell the seeds apart by
+                return {i: self.seeds[i] for i in strong}
+            return {i: self.seeds[i] * min(1.0, rel[i] / ref) for i in strong if rel[i] > 0}
+        floor = self.config.relevance.floor
+        return {i: self.seeds[i] for i in strong if rel[i] >= floor}
+
+    def relevance(self, memory_id: str) -> float:
+        """A seed's calibrated relevance from its own signals (see :mod:`ripple.recall.relevance`)."""
+        c = self.cands.get(memory_id)
+        return 0.0 if c is None else relevance(features(c, self.signals), self.config.relevance)
 
     def memory_count(self) -> int:
         """How many memories the user has, as far as the plan knows (for hub cut-offs by share)."""
@@ -89,7 +125,7 @@ def spread_stage(q: QueryInput, config: RecallConfig, seeded: Seeded,
     results: dict[str, ChannelResult] = {}
     if seeded.final:
         return results
-    ctx = ChannelContext(q, seeded.norm, seeded.ranked, seeded.n_docs, config)
+    ctx = ChannelContext(q, seeded.norm, seeded.ranked, seeded.n_docs, config, seeded.cands, query_signals(q, seeded))
     for cfg in config.spread.channels:
         if cfg.weight > 0:
             try:

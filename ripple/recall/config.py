@@ -147,6 +147,15 @@ class ChannelConfig(_Config):
     )
     frontier_cap: int = Field(400, ge=1, description="strongest nodes kept per hop")
     threshold: float = Field(1e-4, ge=0, description="activation below this stops spreading")
+    source_strength: str = Field(
+        "rank", pattern="^(rank|relevance|sure|floor|first|relative|lead)$",
+        description="what a source spreads: rank = its score / the best seed's (the best always spreads 1);"
+                    " relevance = its calibrated relevance (ripple.recall.relevance: how likely it holds an"
+                    " answer at all); sure = both multiplied; floor = rank, but only from seeds whose relevance"
+                    " reaches RelevanceConfig.floor; first = the best seed 1, the others sure; relative = rank x"
+                    " relevance / the largest relevance among the sources (the query-wide part of the calibration"
+                    " cancels); lead = rank x min(1, relevance / the best seed's)",
+    )
 
     #: registered config classes by channel name (filled by ripple.recall.channels.register_channel)
     registry: ClassVar[dict[str, type["ChannelConfig"]]] = {}
@@ -163,6 +172,12 @@ class SessionChannelConfig(ChannelConfig):
     name: Literal["session"] = "session"
     weight: float = Field(0.45, ge=0)
     sources: int = Field(5, ge=0)
+    # A seed spreads its rank-normalised score times its calibrated relevance relative to the most relevant
+    # source's: seeds are told apart by their own evidence (five near-equal seeds of which only some hold what
+    # the query asks no longer all push their neighbours up by .45), and the query-wide part of the calibration
+    # (is anything relevant at all?) cancels, so a lone best seed spreads 1 in a store too small for the
+    # calibrator to be sure (benchmarks/RESULTS.md, "Recall generalisation (issue 17)").
+    source_strength: str = Field("relative", pattern="^(rank|relevance|sure|floor|first|relative|lead)$")
     weights: tuple[float, ...] = Field((1.0, 0.5, 0.25), description="activation kept 1, 2, 3 turns away")
 
 
@@ -336,27 +351,29 @@ class RelevanceConfig(_Config):
 
     Fitted by ``python -m benchmarks calibrate --dataset locomo,zh`` on the development
     conversations (LoCoMo's four and the two Chinese ones: own questions' evidence against the
-    hits of the same questions asked of another user, and off-topic questions); ``floor`` keeps
+    hits of the same questions asked of another user, and off-topic questions), with an L2 penalty on
+    the standardised inputs chosen by leave-one-conversation-out log loss (3e-5: the largest weight
+    fell from 173 to 49 and the held-out log loss from .195 to .187); ``floor`` keeps
     97% of the answerable questions answered there (benchmarks/RESULTS.md, "Calibrated
     relevance", has the leave-one-conversation-out figures).  The signals' scale belongs to the
     embedder: these values are for the default (all-MiniLM-L6-v2, with the multilingual route's e5
     for memories in a CJK script) and uncalibrated for any other.
     """
 
-    late: float = -0.405
-    dense: float = 0.149
-    coverage: float = 1.958
-    multilingual: float = 75.000
-    known: float = 1.285
-    names_known: float = 3.980
-    top_late: float = 2.626
-    top_dense: float = 20.383
-    top_coverage: float = 2.685
-    cjk: float = -35.461
-    top_multilingual: float = 154.774
-    multilingual_route: float = -172.933
-    bias: float = -15.253
-    floor: float = Field(0.644, ge=0.0, le=1.0, description="the calibrated floor: a hit below it is probably unrelated")
+    late: float = -0.335
+    dense: float = 1.343
+    coverage: float = 3.291
+    multilingual: float = 39.341
+    known: float = 2.067
+    names_known: float = 3.131
+    top_late: float = 0.900
+    top_dense: float = 17.128
+    top_coverage: float = 3.443
+    cjk: float = -19.057
+    top_multilingual: float = 32.375
+    multilingual_route: float = -48.581
+    bias: float = -13.603
+    floor: float = Field(0.555, ge=0.0, le=1.0, description="the calibrated floor: a hit below it is probably unrelated")
 
 
 class RerankMethod(str, Enum):
