@@ -52,7 +52,7 @@ def e5() -> Any:
         need(str(exc))
 
 
-@pytest.fixture(params=["sqlite", "memory", "neo4j"])
+@pytest.fixture(params=["sqlite", "memory", pytest.param("neo4j", marks=pytest.mark.neo4j)])
 def store_uri(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, RippleSettings]]:
     """A store of each backend (Neo4j: the test server, emptied before and after)."""
     if request.param == "sqlite":
