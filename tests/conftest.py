@@ -7,7 +7,8 @@ real server that ``scripts/test.sh`` starts.  With ``RIPPLE_REQUIRE_ALL=1``
 ``scripts/test.sh`` runs the suite in parallel worker processes (pytest-xdist, ``--dist
 loadgroup``).  Every test that uses the Neo4j servers wipes them, so those tests (the ones marked
 ``neo4j``) form one xdist group: one worker runs them one after the other on the one set of
-servers, while the other workers run the rest.  A test that reaches for a server without the
+servers, while the other workers run the rest (a test with a server of its own, the outage test of
+tests/faults, names a group of its own).  A test that reaches for a server without the
 marker fails (:func:`check_own_server`) rather than racing the worker that owns the servers.
 """
 
@@ -26,7 +27,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 NEO4J_GROUP = "neo4j"  # the xdist group of every test marked neo4j
-_runs_neo4j_group: list[bool] = []  # [True] once this process has started a test marked neo4j
+_runs_neo4j_group: list[bool] = []  # [True] once this process has started a test of the Neo4j group
 
 
 @pytest.hookimpl(wrapper=True)
@@ -34,8 +35,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Put every Neo4j test in one xdist group, so that one worker at a time uses the servers."""
     xdist = config.pluginmanager.hasplugin("xdist")
     if xdist:
-        for item in items:
-            if item.get_closest_marker("neo4j") is not None:
+        for item in items:  # (a test with a server of its own names a group of its own)
+            if item.get_closest_marker("neo4j") is not None and item.get_closest_marker("xdist_group") is None:
                 item.add_marker(pytest.mark.xdist_group(NEO4J_GROUP))
     result = yield
     if xdist:
@@ -59,7 +60,8 @@ def _adopt_group_ids(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("neo4j") is not None:
+    group = item.get_closest_marker("xdist_group")
+    if item.get_closest_marker("neo4j") is not None and (group is None or group.args[:1] == (NEO4J_GROUP,)):
         _runs_neo4j_group[:] = [True]
 
 

@@ -36,7 +36,9 @@ from tests.faults.light import batch_items, light_memory
 from tests.faults.procs import ROOT, child_env
 
 # (a hang guard well above the slowest run seen on the loaded machine: 4 minutes with the server's start)
-pytestmark = [pytest.mark.neo4j, pytest.mark.timeout(1800)]
+# A group of its own under xdist (tests/conftest.py): this test stops and starts only its own server, never
+# the suite's, so it need not wait in line behind the other Neo4j tests (it is the longest of them).
+pytestmark = [pytest.mark.neo4j, pytest.mark.xdist_group("neo4j-faults"), pytest.mark.timeout(1800)]
 
 PORT = os.environ.get("RIPPLE_TEST_FAULT_NEO4J_PORT", "7689")
 HOME = os.environ.get("RIPPLE_TEST_FAULT_NEO4J_HOME", str(ROOT / ".neo4j-faults"))
