@@ -40,6 +40,10 @@ __all__ = [
 ]
 
 
+#: What a channel's source spreads (:attr:`ChannelConfig.source_strength` says what each means).
+SourceStrength = Literal["rank", "relevance", "sure", "floor", "first", "relative", "lead"]
+
+
 class _Config(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -147,8 +151,8 @@ class ChannelConfig(_Config):
     )
     frontier_cap: int = Field(400, ge=1, description="strongest nodes kept per hop")
     threshold: float = Field(1e-4, ge=0, description="activation below this stops spreading")
-    source_strength: str = Field(
-        "rank", pattern="^(rank|relevance|sure|floor|first|relative|lead)$",
+    source_strength: SourceStrength = Field(
+        "rank",
         description="what a source spreads: rank = its score / the best seed's (the best always spreads 1);"
                     " relevance = its calibrated relevance (ripple.recall.relevance: how likely it holds an"
                     " answer at all); sure = both multiplied; floor = rank, but only from seeds whose relevance"
@@ -177,7 +181,7 @@ class SessionChannelConfig(ChannelConfig):
     # the query asks no longer all push their neighbours up by .45), and the query-wide part of the calibration
     # (is anything relevant at all?) cancels, so a lone best seed spreads 1 in a store too small for the
     # calibrator to be sure (benchmarks/RESULTS.md, "Recall generalisation (issue 17)").
-    source_strength: str = Field("relative", pattern="^(rank|relevance|sure|floor|first|relative|lead)$")
+    source_strength: SourceStrength = "relative"
     weights: tuple[float, ...] = Field((1.0, 0.5, 0.25), description="activation kept 1, 2, 3 turns away")
 
 
