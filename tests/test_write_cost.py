@@ -106,10 +106,10 @@ def test_clause_vectors_are_the_embedder_s_and_each_clause_is_encoded_once(monke
     assert np.array_equal(np.vstack(got), counting._inner.encode(again))
     assert counting.asked == [*first, "预算涨到AMOUNT了"]  # repeats, in a call and across calls: encoded once
     monkeypatch.setattr(_runtime, "RECENT_CLAUSES", 2)  # bounded: the least recently used go first
-    runtime.clause_vectors(["The venue is NAME"])
+    runtime.clause_vectors(["The venue is NAME"])  # kept: it and the one used last before it ("例会改成DATE")
     counting.asked.clear()
-    runtime.clause_vectors(["The venue is NAME", "预算涨到AMOUNT了", "The budget is now AMOUNT"])
-    assert counting.asked == ["The budget is now AMOUNT"]
+    runtime.clause_vectors(["The venue is NAME", "例会改成DATE", "预算涨到AMOUNT了", "The budget is now AMOUNT"])
+    assert counting.asked == ["预算涨到AMOUNT了", "The budget is now AMOUNT"]
 
 
 @pytest.mark.parametrize(("text", "lang"), [
