@@ -33,7 +33,11 @@ supersession on and off, alternating (ABAB..., ``--rounds`` times), and the
 report gives turns/s of each run and the ratio of the medians (a ratio on one
 busy machine, not an absolute speed), with the supersessions and conflicts the
 chat produced (real conversations rarely restate a fact with a new value: most
-of those would be false).
+of those would be false).  ``--dataset synthetic`` measures the same on the templated synthetic store
+(one user, ``--size`` memories in ``add_many`` chunks of 512; with ``--embedder hash-384 --extractor
+gazetteer --no-dedup`` as the scale runs), where nearly every earlier turn of a template is the same
+statement with another value: the worst case for the pair tests.  Each run gives wall and CPU seconds
+(``time.process_time``) and the load average.
 Results go to ``benchmarks/results/supersession/<label>.json`` (every item's
 outcome) and ``<label>.md`` (the tables).
 """
@@ -260,6 +264,13 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cost", action="store_true",
                         help="measure ingest throughput with supersession on and off on the LoCoMo dev turns instead")
     parser.add_argument("--rounds", type=int, default=2, help="--cost: runs per setting, alternating")
+    parser.add_argument("--dataset", choices=("locomo", "synthetic"), default="locomo",
+                        help="--cost: the LoCoMo dev chat, or the synthetic templated store (one user)")
+    parser.add_argument("--size", type=int, default=2000, help="--cost --dataset synthetic: memories")
+    parser.add_argument("--embedder", default=None, help="--cost: embedder name, e.g. hash-384 (default: the model)")
+    parser.add_argument("--extractor", choices=("gazetteer",), default=None,
+                        help="--cost --dataset synthetic: match the generator's names instead of parsing (spaCy/jieba)")
+    parser.add_argument("--no-dedup", action="store_true", help="--cost: repeats not merged (as the scale runs)")
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
@@ -326,50 +337,76 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def run_cost(args: argparse.Namespace, argv: list[str]) -> int:
-    """Ingest throughput with supersession on and off, alternating on one machine (see the module docstring)."""
+    """Ingest throughput with supersession on and off, alternating on one machine (see the module docstring).
+
+    Each run reports wall seconds and the CPU seconds of this process (``time.process_time``: on a
+    shared machine the wall clock measures the other jobs too) and the load average after it."""
+    import os
     import statistics
 
     from ripple import LifecycleConfig, Memory
     from ripple.embedding import default_embedder
     from extractors import default_extractor
 
-    from benchmarks.datasets import load_locomo
+    from benchmarks.datasets import iter_doc_chunks, load_locomo, synthetic
     from benchmarks.run import git_info, machine_info
 
-    data = load_locomo(default_data_dir() / "locomo" / "locomo-dev.json")
+    if args.dataset == "synthetic":
+        data = synthetic(args.size, n_users=1, n_queries=1)
+        chunk = 512  # as the scale runs (benchmarks/methods.py)
+    else:
+        data = load_locomo(default_data_dir() / "locomo" / "locomo-dev.json")
+        chunk = 0  # one add_many per conversation
     docs = list(data.docs)  # in conversation order
-    embedder, extractor = default_embedder(), default_extractor()
+    embedder = default_embedder(args.embedder) if args.embedder else default_embedder()
+    if args.extractor == "gazetteer":
+        from extractors import GazetteerExtractor
+
+        if not data.known_entities:
+            raise SystemExit("--extractor gazetteer needs --dataset synthetic (a dataset that lists its names)")
+        extractor: Any = GazetteerExtractor(data.known_entities)
+    else:
+        extractor = default_extractor()
     extractor.extract_many(["warm up", "预热"])
     embedder.encode(["warm up"])
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="ripple-supersession-cost-") as tmp:
         for r in range(args.rounds):
             for on in (True, False) if r % 2 == 0 else (False, True):
-                lifecycle = LifecycleConfig(supersede=on)
+                lifecycle = LifecycleConfig(supersede=on, dedup=not args.no_dedup)
                 with Memory(path=f"{tmp}/{r}-{on}", embedder=embedder, extractor=extractor,
                             lifecycle=lifecycle) as mem:
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     for user in sorted({d.user_id for d in docs}):
-                        mem.add_many([{"text": d.text, "user_id": d.user_id, "session_id": d.session_id, "at": d.at}
-                                      for d in docs if d.user_id == user])
-                    seconds = time.perf_counter() - t0
+                        mine = [d for d in docs if d.user_id == user]
+                        for batch in iter_doc_chunks(mine, chunk) if chunk else [mine]:
+                            mem.add_many([{"text": d.text, "user_id": d.user_id, "session_id": d.session_id,
+                                           "at": d.at} for d in batch])
+                    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+                    load = os.getloadavg()[0]
                     counts = {"supersedes": 0, "conflicts": 0}
                     for user in sorted({d.user_id for d in docs}):
                         st = mem.stats(user_id=user)
                         counts["supersedes"] += st.get("edges_supersedes", 0)
                         counts["conflicts"] += len(mem.conflicts(user_id=user))
                 runs.append({"supersede": on, "round": r, "turns": len(docs), "seconds": round(seconds, 2),
-                             "turns_per_s": round(len(docs) / seconds, 1), **counts})
+                             "cpu_seconds": round(cpu, 2), "turns_per_s": round(len(docs) / seconds, 1),
+                             "turns_per_cpu_s": round(len(docs) / cpu, 1), "load": round(load, 1), **counts})
                 print(f"round {r} supersede={'on' if on else 'off'}: {len(docs)} turns in {seconds:.1f} s "
-                      f"({len(docs) / seconds:.1f}/s), {counts['supersedes']} supersedes, {counts['conflicts']} conflicts")
+                      f"({len(docs) / seconds:.1f}/s), CPU {cpu:.1f} s ({len(docs) / cpu:.1f}/s), load {load:.1f}, "
+                      f"{counts['supersedes']} supersedes, {counts['conflicts']} conflicts")
     rate = {on: statistics.median(x["turns_per_s"] for x in runs if x["supersede"] == on) for on in (True, False)}
-    ratio = rate[True] / rate[False]
-    header = {"type": "header", "turns": len(docs), "rounds": args.rounds, "git": git_info(), "machine": machine_info(),
+    cpu_rate = {on: statistics.median(x["turns_per_cpu_s"] for x in runs if x["supersede"] == on) for on in (True, False)}
+    ratio, cpu_ratio = rate[True] / rate[False], cpu_rate[True] / cpu_rate[False]
+    header = {"type": "header", "dataset": args.dataset, "turns": len(docs), "rounds": args.rounds,
+              "embedder": args.embedder or "default", "extractor": args.extractor or "default",
+              "dedup": not args.no_dedup, "git": git_info(), "machine": machine_info(),
               "command": "python -m benchmarks " + shlex.join(argv), "time": datetime.now().isoformat(timespec="seconds")}
     label = args.label or "cost"
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{label}.json").write_text(json.dumps({"header": header, "runs": runs, "ratio": round(ratio, 3)},
-                                                       indent=1) + "\n", encoding="utf-8")
-    print(f"median turns/s: on {rate[True]:.1f}, off {rate[False]:.1f}; on/off = {ratio:.3f}"
-          f" -> {args.out / (label + '.json')}")
+    (args.out / f"{label}.json").write_text(json.dumps({"header": header, "runs": runs, "ratio": round(ratio, 3),
+                                                        "cpu_ratio": round(cpu_ratio, 3)}, indent=1) + "\n",
+                                            encoding="utf-8")
+    print(f"median turns/s: on {rate[True]:.1f}, off {rate[False]:.1f}; on/off = {ratio:.3f}; per CPU second: "
+          f"on {cpu_rate[True]:.1f}, off {cpu_rate[False]:.1f}; on/off = {cpu_ratio:.3f} -> {args.out / (label + '.json')}")
     return 0

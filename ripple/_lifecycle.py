@@ -30,14 +30,14 @@ from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
 from graphstore.records import EDGE_CONFLICTS, EDGE_MENTIONS, EDGE_RETRACTS, EDGE_SUPERSEDES, EdgeRecord, StoredMemory
 
 from ._supersede import (
-    DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, FrameView, JudgeCase, Verdict, can_be_replaced, can_replace, grade, match,
+    DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, FrameView, JudgeCase, Verdict, grade, match,
     worth_parsing,
 )
 from graphstore.requests import (
     Expand, GetMemories, LastMemoryInSession, MemoriesMentioning, NearestMemories, NearestMemoriesBatch, RelatedEdges,
 )
 
-from ._requests import Embed, Frames, Judge, Op
+from ._requests import ClauseVectors, Embed, Frames, Judge, Op
 from ._notes import with_ripple_notes
 
 if TYPE_CHECKING:
@@ -401,15 +401,15 @@ def _statement_plan(
     # earlier turn of its template), and a clause that can never replace or be replaced, read alone,
     # is left out of the pairs (the same test structural_match makes of each pair)
     found: list[tuple[int, str, float, Verdict]] = []
-    as_old = {m: tuple(v for v in views if can_be_replaced(v)) for m, views in old_frames.items()}
-    as_new = {m: tuple(v for v in views if v.promising and can_replace(v)) for m, views in old_frames.items()}
+    as_old = {m: tuple(v for v in views if v.replaceable) for m, views in old_frames.items()}
+    as_new = {m: tuple(v for v in views if v.replacing) for m, views in old_frames.items()}
     for i, frames in new_frames.items():
         speaker = prepared[i].extraction.extra.get("speaker")
         targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == speaker]
         targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i] if speaker_of[mem_ids[j]] == speaker]
         if not targets:
             continue
-        mine_new = tuple(v for v in frames if can_replace(v))
+        mine_new = tuple(v for v in frames if v.replacing)
         mine_old: tuple[FrameView, ...] | None = None
         for target, at in targets:
             if at <= prepared[i].at:
@@ -417,7 +417,7 @@ def _statement_plan(
             else:
                 if mine_old is None:
                     ((mine, _),) = yield Frames([prepared[i].item.text])
-                    mine_old = tuple(v for v in mine if can_be_replaced(v))
+                    mine_old = tuple(v for v in mine if v.replaceable)
                 olds, news = mine_old, as_new[target]
             for old in olds:
                 for new in news:
@@ -427,13 +427,14 @@ def _statement_plan(
     if not found:
         return
     masked = sorted({t for *_, v in found for t in (v.old_masked, v.new_masked)})
-    vectors = yield Embed(masked)
+    vectors = yield ClauseVectors(masked)
     index = {t: np.asarray(vec, dtype=np.float32) for t, vec in zip(masked, vectors)}
+    lengths = {t: np.linalg.norm(vec) for t, vec in index.items()}  # (once per clause, not per pair; float32 as before)
     best: dict[tuple[int, str], _Decision] = {}
     rank = {HIGH: 2, MEDIUM: 1}
     for i, target, at, v in found:
         a, b = index[v.old_masked], index[v.new_masked]
-        cosine = float(a @ b / max(1e-9, float(np.linalg.norm(a) * np.linalg.norm(b))))
+        cosine = float(a @ b / max(1e-9, float(lengths[v.old_masked] * lengths[v.new_masked])))
         level, reasons = grade(v, cosine, high=cfg.frame_cosine_high, medium=cfg.frame_cosine_medium)
         if level not in rank:
             continue

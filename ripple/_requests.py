@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .recall.query import QueryInput, QueryVectors
     from ._supersede import JudgeCase
 
-__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "EncodeMultilingualQuery", "Embed",
+__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "EncodeMultilingualQuery", "Embed", "ClauseVectors",
            "VectorDim", "CrossEncode",
            "Frames", "Judge", "Request", "Op"]
 
@@ -95,6 +95,17 @@ class Embed(LocalRequest["np.ndarray"]):
 
     def run(self, runtime: "Runtime") -> "np.ndarray":
         return runtime.encode(self.texts)
+
+
+@dataclass(frozen=True, slots=True)
+class ClauseVectors(LocalRequest[list["np.ndarray"]]):
+    """Sentence vectors of masked clauses the write path grades (recent ones cached: see
+    :meth:`ripple._runtime.Runtime.clause_vectors`)."""
+
+    texts: Sequence[str]
+
+    def run(self, runtime: "Runtime") -> list["np.ndarray"]:
+        return runtime.clause_vectors(self.texts)
 
 
 @dataclass(frozen=True, slots=True)

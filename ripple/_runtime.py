@@ -41,9 +41,19 @@ DenseSearchFn = Callable[[str, "np.ndarray", int, Sequence[str]], list[tuple[str
 
 #: Extractions (and frames) of texts the write path wrote or compared lately, kept for its comparisons (a few MB).
 RECENT_PARSES = 4096
+#: Vectors of the masked clauses the write path compared lately (384 floats each: about 12 MB with MiniLM).
+RECENT_CLAUSES = 8192
 
 #: Batches of at least this many texts are embedded in a worker thread while they are extracted.
 OVERLAP_MIN_BATCH = 16
+
+
+def _remember(cache: "OrderedDict[str, Any]", key: str, value: Any, keep: int) -> None:
+    """Put ``key`` in a bounded most-recently-used cache (the caller holds the lock)."""
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > keep:
+        cache.popitem(last=False)
 
 
 @contextlib.contextmanager
@@ -91,6 +101,7 @@ class Runtime:
         self._batcher: BatchEncoder | None = None  # concurrent queries share encoder calls (ripple._batching)
         self._multilingual_batcher: BatchEncoder | None = None  # ... and so do their multilingual vectors
         self._recent: OrderedDict[str, tuple[Any, Any]] = OrderedDict()  # text -> (extraction, frames): see frames()
+        self._clauses: OrderedDict[str, "np.ndarray"] = OrderedDict()  # masked clause -> vector: see clause_vectors()
 
     # -- models (loaded on first use) -------------------------------------------------
     @property
@@ -259,11 +270,26 @@ class Runtime:
 
     def _remember_parse(self, text: str, extraction: Any, frames: Any = None) -> tuple[Any, Any]:
         with self._lock:
-            self._recent[text] = (extraction, frames)
-            self._recent.move_to_end(text)
-            while len(self._recent) > RECENT_PARSES:
-                self._recent.popitem(last=False)
+            _remember(self._recent, text, (extraction, frames), RECENT_PARSES)
         return extraction, frames
+
+    def clause_vectors(self, texts: Sequence[str]) -> "list[np.ndarray]":
+        """Sentence vectors of masked clauses ("I'm flying to PLACE next week"), the ones compared
+        lately from a small cache.  Why: a masked clause is the same text for every memory of one
+        template and every value it held, so on template-generated text most pairs the write path
+        grades ask for a clause it has already encoded (with a sentence model, encoding them was most
+        of what supersession cost).  A vector depends on the text alone (and the embedder, fixed for
+        a client): a hit is the vector the model would give."""
+        with self._lock:
+            known = {t: self._clauses[t] for t in texts if t in self._clauses}
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        if missing:
+            for t, vec in zip(missing, self.encode(missing)):
+                known[t] = vec
+        with self._lock:
+            for t in texts:  # (the ones asked for now are the newest, hits too)
+                _remember(self._clauses, t, known[t], RECENT_CLAUSES)
+        return [known[t] for t in texts]
 
     # -- queries -------------------------------------------------------------------------
     def query_input(self, query: str, user_id: str, k: int, mode: str, config: RecallConfig) -> QueryInput:

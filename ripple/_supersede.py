@@ -36,7 +36,7 @@ does nothing.  Every verdict says why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
@@ -111,6 +111,9 @@ class FrameView:
     context: frozenset[str]  # the normalised values of every value of its text
     has_temporal: bool
     promising: bool
+    replaceable: bool  # :func:`can_be_replaced`, read once
+    replacing: bool  # promising and :func:`can_replace`, read once
+    changeable: bool  # a slot that can be the new value of a pair (free, not an identifier): see :func:`match`
 
 
 def _value_of(slot: Slot, frame: Frame) -> _Value:
@@ -131,9 +134,10 @@ def view(frame: Frame) -> FrameView:
     """What :func:`match` reads of a frame, computed once (a write path compares one parsed text with
     many: compute its views once per text and keep them while its batch is decided)."""
     values = tuple(_value_of(s, frame) for s in frame.slots)
-    return FrameView(frame, values, frozenset(frame.words), frozenset(a.rsplit("_", 1)[-1] for a in frame.attributes),
-                     frozenset(n for _, n in frame.context), any(v.kind == _TEMPORAL_KIND for v in values),
-                     promising(frame))
+    first = FrameView(frame, values, frozenset(frame.words), frozenset(a.rsplit("_", 1)[-1] for a in frame.attributes),
+                      frozenset(n for _, n in frame.context), any(v.kind == _TEMPORAL_KIND for v in values),
+                      promising(frame), False, False, any(v.free and not v.ident for v in values))
+    return replace(first, replaceable=can_be_replaced(first), replacing=first.promising and can_replace(first))
 
 
 def _comparable(a: _Value, b: _Value, strong: bool) -> bool:
@@ -286,8 +290,10 @@ def match(old_view: FrameView, new_view: FrameView, *, multi_valued: frozenset[s
     old, new = old_view.frame, new_view.frame
     if not new.groups & old.groups - _NOT_VALUES:
         return None  # no value of a kind the old clause has
-    if not can_be_replaced(old_view) or not can_replace(new_view):
+    if not old_view.replaceable or not can_replace(new_view):
         return None  # (an event, an addition, a possessor not said: see those two)
+    if not new_view.changeable:
+        return None  # no slot that can hold the new value: every slot is negated, weak or an identifier
     if old.running != new.running or old.limit != new.limit:
         return None  # "spent 6,000 so far" is measured against "the budget is 15,000": it is not the budget
     if old.subjects and new.subjects and not (old.subjects <= new.subjects or new.subjects <= old.subjects):

@@ -258,3 +258,33 @@ def test_batch_items_meet_the_candidates_a_stored_history_would_give() -> None:
     got = _earlier_candidates(20, live, live_at, position, cosines, {"e:tom"}, mentioned_by, cfg)
     assert got == [5, 9, 14, 16, 18]  # near 5 and 9; the latest 3 earlier items mentioning Tom
     assert _earlier_candidates(0, live, live_at, position, cosines, {"e:tom"}, mentioned_by, cfg) == []
+
+
+@pytest.mark.parametrize("texts", [
+    ("Our budget for the office move is 50,000 CNY.", "The budget is now 60k.", "The budget is now 70k."),
+    ("例会在周三上午十点。", "例会改成周五下午两点。", "例会改到周四上午九点了。"),
+], ids=["en", "zh"])
+def test_a_parse_kept_by_text_never_brings_back_a_memory_that_is_gone(mem: Memory, texts: tuple[str, ...]) -> None:
+    """The write path keeps the frames and masked-clause vectors of the texts it compared lately, by text,
+    not by memory: only the store says which memories are still there and active.  A superseded memory
+    is not replaced again, a deleted or retracted one is not replaced at all, and a text said again after
+    its memory was deleted is a new memory that the next change replaces."""
+    first, second, third = texts
+    a = say(mem, first, 0)
+    b = say(mem, second, 1, session="s2")
+    c = say(mem, third, 2, session="s3")
+    assert [mem.get(m.id).status for m in (a, b, c)] == ["superseded", "superseded", "active"]
+    assert [n["memory"] for n in mem.get(c.id).metadata["ripple"]["supersedes"]] == [b.id]  # not a again
+
+    mem.delete(c.id)  # deleted: its cached parse must not make it a candidate
+    mem.delete(b.id)
+    d = say(mem, second, 3, session="s4")  # the same text again: a new memory
+    assert mem.get(d.id).status == "active" and "supersedes" not in (mem.get(d.id).metadata.get("ripple") or {})
+    e = say(mem, third, 4, session="s5")
+    assert [n["memory"] for n in mem.get(e.id).metadata["ripple"]["supersedes"]] == [d.id]
+
+    (forget,) = mem.add("Forget that.", user_id="u1", session_id="s5", at=T0 + timedelta(days=4, hours=1))
+    assert mem.get(e.id).status == "invalidated" and forget.metadata["ripple"]["retracts"] == e.id
+    f = say(mem, second, 5, session="s6")  # what e said is retracted: nothing active to replace
+    assert mem.get(f.id).status == "active" and "supersedes" not in (mem.get(f.id).metadata.get("ripple") or {})
+    assert mem.get(e.id).status == "invalidated"

@@ -4,6 +4,7 @@ English and Chinese).  The decisions themselves: tests/test_supersede.py and tes
 
 from __future__ import annotations
 
+import itertools
 import random
 from bisect import bisect_left
 from typing import Any
@@ -72,3 +73,65 @@ def _marker_spans_by_scan(message: str, sentences: list[tuple[int, int]], lang: 
 def test_marker_spans_are_those_of_every_scan(text: str, lang: str) -> None:
     sentences = [(0, len(text))]
     assert _marker_spans(text, sentences, lang) == _marker_spans_by_scan(text, sentences, lang)
+
+
+class _CountingEmbedder:
+    """A model-free embedder (hashed n-grams) that records every text it was asked to encode."""
+
+    def __init__(self) -> None:
+        from ripple.embedding import HashEmbedder
+
+        self._inner = HashEmbedder(64)
+        self.dim, self.name = self._inner.dim, "counting-hash-64"
+        self.asked: list[str] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.asked += texts
+        return self._inner.encode(texts)
+
+
+def test_clause_vectors_are_the_embedder_s_and_each_clause_is_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The masked clauses of template-generated text repeat across pairs and batches: the runtime gives
+    the model's own vector of each, encoding a clause once while it is among the recent ones."""
+    from ripple import RippleSettings
+    from ripple import _runtime
+
+    counting = _CountingEmbedder()
+    runtime = _runtime.Runtime(RippleSettings(), embedder=counting)
+    first = ["I'm flying to PLACE next week for a conference", "例会改成DATE", "The budget is now AMOUNT"]
+    got = runtime.clause_vectors(first)
+    assert np.array_equal(np.vstack(got), counting._inner.encode(first))
+    again = ["例会改成DATE", "预算涨到AMOUNT了", "I'm flying to PLACE next week for a conference", "例会改成DATE"]
+    got = runtime.clause_vectors(again)
+    assert np.array_equal(np.vstack(got), counting._inner.encode(again))
+    assert counting.asked == [*first, "预算涨到AMOUNT了"]  # repeats, in a call and across calls: encoded once
+    monkeypatch.setattr(_runtime, "RECENT_CLAUSES", 2)  # bounded: the least recently used go first
+    runtime.clause_vectors(["The venue is NAME"])  # kept: it and the one used last before it ("例会改成DATE")
+    counting.asked.clear()
+    runtime.clause_vectors(["The venue is NAME", "例会改成DATE", "预算涨到AMOUNT了", "The budget is now AMOUNT"])
+    assert counting.asked == ["预算涨到AMOUNT了", "The budget is now AMOUNT"]
+
+
+@pytest.mark.parametrize(("text", "lang"), [
+    ("We pushed the Atlas go-live to May 9. I also speak Portuguese.", "en"),
+    ("I went to the support group yesterday, his name is Kyle and it costs 20 dollars.", "en"),
+    ("The budget isn't 60k, it's 50k. Ticket INC-4411 is due Friday.", "en"),
+    ("例会改成周五下午两点了，我也会说葡萄牙语。", "zh"),
+    ("他的预算是五万，我们上周花了三千。", "zh"),
+])
+def test_frame_view_flags_are_the_clause_tests_they_stand_for(text: str, lang: str, extractor: Any) -> None:
+    """What a view reads once per frame (can it be replaced, can it replace, has it a slot that can be
+    a new value) is what the per-pair tests read; a pair whose new frame has no such slot matches
+    nothing, as the full comparison says."""
+    from extractors.frames import frames_of
+    from ripple._supersede import can_be_replaced, can_replace, match, promising, view
+
+    views = [view(f) for f in frames_of(extractor.extract(text))]
+    assert views
+    for v in views:
+        assert v.replaceable == can_be_replaced(v)
+        assert v.replacing == (promising(v.frame) and can_replace(v))
+        assert v.changeable == any(s.free and not s.ident for s in v.values)
+    for old, new in itertools.product(views, views):
+        if not new.changeable:
+            assert match(old, new) is None
