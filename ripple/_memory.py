@@ -249,7 +249,11 @@ class Memory(_Client):
         """Store many texts in batches; each batch of up to 256 items is atomic.
 
         All items are validated before anything is written: one bad item
-        raises :class:`~ripple.InvalidInput` and nothing is stored.
+        raises :class:`~ripple.InvalidInput` and nothing is stored.  A batch
+        that fails later (its extraction or its write) raises with the batches
+        before it stored and nothing of it or after it.  On a server store
+        (Neo4j) the next batch is extracted and embedded while the current one
+        is written (:mod:`ripple._ahead`).
         """
         out: list[MemoryRecord] = []
         with self._batches(items, progress) as batches:

@@ -116,7 +116,11 @@ def open_memory(request: pytest.FixtureRequest, tmp_path: Path, embedder: Any, s
 
 def snapshot(mem: Memory, user: str = "u1") -> list[str]:
     """The user's whole graph with memory ids replaced by (text, event time): ids are minted per run."""
-    records = list(mem.export(user_id=user))
+    return named(list(mem.export(user_id=user)))
+
+
+def named(records: list[dict[str, Any]]) -> list[str]:
+    """Exported records as sorted JSON lines, each memory id replaced by its text and event time."""
     names = {r["id"]: f"<{r['text']}@{r['at']}>" for r in records if r["type"] == "memory"}
     out = []
     for r in records:
@@ -220,14 +224,7 @@ def test_async_add_many_prepares_ahead_too(tmp_path: Path, embedder: Any, extrac
             m._prepare_ahead = ahead
             await m.add_many(items())
             records = [r async for r in m.export(user_id="u1")]
-        names = {r["id"]: f"<{r['text']}@{r['at']}>" for r in records if r["type"] == "memory"}
-        out = []
-        for r in records:
-            text = json.dumps(r, ensure_ascii=False, sort_keys=True)
-            for mid, name in names.items():
-                text = text.replace(mid, name)
-            out.append(text)
-        return sorted(out), rec
+        return named(records), rec
 
     (serial, _), (ahead, rec) = anyio.run(run, False), anyio.run(run, True)
     assert ahead == serial
