@@ -26,7 +26,8 @@ from ._blas import one_blas_thread
 from ._documents import delete_document_plan, get_document_plan, put_document_plan
 from ._facts import facts_plan
 from ._lifecycle import LifecycleConfig
-from ._requests import LocalRequest, Op, Prepare
+from ._ahead import PreparedBatches
+from ._requests import LocalRequest, Op
 from ._runtime import Runtime
 from ._shape import exported
 from .errors import ConfigError, RippleError
@@ -71,6 +72,8 @@ class _Client:
         self._owns_store = isinstance(spec, str)
         opened = self._open(spec, asynchronous, create)
         in_process = isinstance(opened, InProcessStore) and opened.in_process is True
+        # A server store writes on its own core: add_many prepares the next batch meanwhile (see _ahead).
+        self._prepare_ahead = not in_process
         # A sync server store can run the plan's dense search in the query encoder's thread (see Runtime).
         beside = None if asynchronous or in_process else _search_beside(cast(GraphStore, opened))
         self._runtime = Runtime(self.settings, embedder=embedder, extractor=extractor, clock=clock,
@@ -121,6 +124,11 @@ class _Client:
     def limits(self) -> Limits:
         """The size limits this client enforces (``settings.limits``; see :class:`ripple.Limits`)."""
         return self._ctx.limits
+
+    def _batches(self, items: Iterable[Mapping[str, Any] | AddItem], progress: bool) -> PreparedBatches:
+        """add_many's write batches, each prepared (extracted, embedded) when called; on a server
+        store the next one is prepared while the current one is written (see :mod:`ripple._ahead`)."""
+        return PreparedBatches(self._chunks(items, progress), self._runtime.prepare, overlap=self._prepare_ahead)
 
     def _chunks(self, items: Iterable[Mapping[str, Any] | AddItem], progress: bool) -> Iterator[list[AddItem]]:
         """Validated items in write batches (all validated before the first is yielded), with a progress bar."""
@@ -241,14 +249,19 @@ class Memory(_Client):
         """Store many texts in batches; each batch of up to 256 items is atomic.
 
         All items are validated before anything is written: one bad item
-        raises :class:`~ripple.InvalidInput` and nothing is stored.
+        raises :class:`~ripple.InvalidInput` and nothing is stored.  A batch
+        that fails later (its extraction or its write) raises with the batches
+        before it stored and nothing of it or after it.  On a server store
+        (Neo4j) the next batch is extracted and embedded while the current one
+        is written (:mod:`ripple._ahead`).
         """
         out: list[MemoryRecord] = []
-        for chunk in self._chunks(items, progress):
-            prepared = Prepare(chunk).run(self._runtime)
-            if prepared:
-                with self._write_lock:  # NEXT chains need the session tail read and written together
-                    out.extend(self._drive(ops.add_chunk(self._ctx, prepared)))
+        with self._batches(items, progress) as batches:
+            for prepare in batches:
+                prepared = prepare()
+                if prepared:
+                    with self._write_lock:  # NEXT chains need the session tail read and written together
+                        out.extend(self._drive(ops.add_chunk(self._ctx, prepared)))
         return out
 
     def update(self, memory_id: str, *, text: str | None = None, metadata: dict[str, Any] | None = None,
@@ -489,11 +502,12 @@ class AsyncMemory(_Client):
                        progress: bool = False) -> list[MemoryRecord]:
         """Store many texts in atomic batches (see :meth:`Memory.add_many`)."""
         out: list[MemoryRecord] = []
-        for chunk in self._chunks(items, progress):
-            prepared = await _thread(Prepare(chunk).run, self._runtime)
-            if prepared:
-                async with self._write_lock:
-                    out.extend(await self._drive(ops.add_chunk(self._ctx, prepared)))
+        async with self._batches(items, progress) as batches:
+            for prepare in batches:
+                prepared = await _thread(prepare)
+                if prepared:
+                    async with self._write_lock:
+                        out.extend(await self._drive(ops.add_chunk(self._ctx, prepared)))
         return out
 
     async def update(self, memory_id: str, *, text: str | None = None, metadata: dict[str, Any] | None = None,
