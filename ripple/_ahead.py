@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextvars
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Protocol, Sequence
 
 if TYPE_CHECKING:
     from ._ingest import Prepared
@@ -32,6 +32,14 @@ if TYPE_CHECKING:
 __all__ = ["PreparedBatches"]
 
 PrepareFn = Callable[["Sequence[AddItem]"], "list[Prepared]"]
+
+
+class Progress(Protocol):
+    """What ``add_many`` shows progress on (a tqdm bar)."""
+
+    def update(self, n: int) -> object: ...
+
+    def close(self) -> None: ...
 
 
 class PreparedBatches:
@@ -45,10 +53,12 @@ class PreparedBatches:
     most one batch ahead); otherwise the call prepares its batch when made.
     """
 
-    def __init__(self, chunks: Iterable[Sequence["AddItem"]], prepare: PrepareFn, *, overlap: bool) -> None:
+    def __init__(self, chunks: Iterable[Sequence["AddItem"]], prepare: PrepareFn, *, overlap: bool,
+                 progress: "Progress | None" = None) -> None:
         self._chunks = chunks
         self._prepare = prepare
         self._overlap = overlap
+        self._progress = progress  # advanced when the caller comes back for the next batch: its last one is written
         self._pool: ThreadPoolExecutor | None = None  # (started at the second batch: one batch needs no thread)
         self._pending: list[Future[list[Prepared]]] = []
 
@@ -72,23 +82,35 @@ class PreparedBatches:
             fut.cancel()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
+        if self._progress is not None:
+            self._progress.close()
 
     def __iter__(self) -> Iterator[Callable[[], "list[Prepared]"]]:
-        chunks = iter(self._chunks)  # (the first next() validates every item, in the caller's thread)
+        for size, call in self._calls():
+            yield call
+            if self._progress is not None:  # (the caller is back: that batch is written, not only prepared)
+                self._progress.update(size)
+
+    def _calls(self) -> Iterator[tuple[int, Callable[[], "list[Prepared]"]]]:
+        chunks = iter(self._chunks)
         if not self._overlap:
             for chunk in chunks:
-                yield partial(self._prepare, chunk)
+                yield len(chunk), partial(self._prepare, chunk)
             return
         first = next(chunks, None)
         second = None if first is None else next(chunks, None)
-        if second is None:  # (one batch or none: nothing to overlap)
+        if first is None or second is None:  # (one batch or none: nothing to overlap)
             if first is not None:
-                yield partial(self._prepare, first)
+                yield len(first), partial(self._prepare, first)
             return
+        sizes = [len(first), len(second)]
         current, following = self._submit(first), self._submit(second)
         while current is not None:
-            yield current.result
-            current, following = following, self._submit(next(chunks, None))
+            yield sizes.pop(0), current.result
+            after = next(chunks, None)
+            if after is not None:
+                sizes.append(len(after))
+            current, following = following, self._submit(after)
 
     def _submit(self, chunk: Sequence["AddItem"] | None) -> "Future[list[Prepared]] | None":
         if chunk is None:

@@ -127,26 +127,16 @@ class _Client:
 
     def _batches(self, items: Iterable[Mapping[str, Any] | AddItem], progress: bool) -> PreparedBatches:
         """add_many's write batches, each prepared (extracted, embedded) when called; on a server
-        store the next one is prepared while the current one is written (see :mod:`ripple._ahead`)."""
-        return PreparedBatches(self._chunks(items, progress), self._runtime.prepare, overlap=self._prepare_ahead)
-
-    def _chunks(self, items: Iterable[Mapping[str, Any] | AddItem], progress: bool) -> Iterator[list[AddItem]]:
-        """Validated items in write batches (all validated before the first is yielded), with a progress bar."""
+        store the next one is prepared while the current one is written (see :mod:`ripple._ahead`).
+        All items are validated before the first batch; the progress bar counts written batches."""
         valid = check.items(items, self._ctx.limits)
         bar = None
         if progress and len(valid) > _CHUNK:
             from tqdm import tqdm
 
             bar = tqdm(total=len(valid), unit="mem", desc="ingest")
-        try:
-            for start in range(0, len(valid), _CHUNK):
-                chunk = valid[start : start + _CHUNK]
-                yield chunk
-                if bar is not None:
-                    bar.update(len(chunk))
-        finally:
-            if bar is not None:
-                bar.close()
+        chunks = (valid[start : start + _CHUNK] for start in range(0, len(valid), _CHUNK))
+        return PreparedBatches(chunks, self._runtime.prepare, overlap=self._prepare_ahead, progress=bar)
 
 
 def _search_beside(store: GraphStore) -> Callable[..., list[tuple[str, float]]]:

@@ -285,3 +285,32 @@ def test_one_batch_and_serial_stores_use_no_thread() -> None:
     with PreparedBatches([[1], [2]], prepare, overlap=False) as serial:
         assert [p() for p in serial] == [[1], [2]]
     assert names == [threading.current_thread().name] * 3
+
+
+class _Bar:
+    """A progress bar that records, at each update, how many batches the store has written."""
+
+    def __init__(self, written: list[int]) -> None:
+        self.written = written
+        self.seen: list[tuple[int, int]] = []
+        self.closed = False
+
+    def update(self, n: int) -> None:
+        self.seen.append((n, len(self.written)))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_progress_counts_written_batches_not_prepared_ones(overlap: bool) -> None:
+    """With the next batch prepared ahead, the bar still moves only once a batch is written."""
+    written: list[int] = []
+    bar = _Bar(written)
+    chunks = [[f"t{i}-{j}" for j in range(size)] for i, size in enumerate((3, 3, 2))]
+    batches = PreparedBatches(chunks, lambda chunk: list(chunk), overlap=overlap, progress=bar)
+    with batches:
+        for prepare in batches:
+            written.append(len(prepare()))
+    assert bar.seen == [(3, 1), (3, 2), (2, 3)]
+    assert bar.closed
