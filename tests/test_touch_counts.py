@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ripple import AsyncMemory, Memory, RippleSettings
+from tests.graphstore.test_neo4j import driver  # noqa: F401 - fixture (the Neo4j cases)
 from tests.test_api import TWO_HOP
 
 pytestmark = pytest.mark.slow

@@ -336,6 +336,8 @@ def test_the_user_state_read_stands_for_the_next_searchs_revision_read(clean: An
         assert got[0] == ("m_new", pytest.approx(1.0, abs=1e-6)) and same(got, plain.nearest_memories(user, q, 5))
         assert 1 <= len(runs)  # (the cached entry was behind the state read's revision: it reads)
 
+        a.nearest_memories(user, q, 5)  # (reloaded at its second search at the new revision)
+        assert a._near.users() == [user]
         a.get_user_state(user)
         a.write(WriteBatch(memories=[memory("m_own", -q, user=user)]))  # this store, after the state read
         runs.clear()
