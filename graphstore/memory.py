@@ -41,6 +41,7 @@ from .records import (
     StoredMemory,
     Neighbor,
     WriteBatch,
+    UserState,
 )
 
 if TYPE_CHECKING:
@@ -365,6 +366,10 @@ class InMemoryStore:
         """Whether a memory of the user has a multilingual vector."""
         with self._locked() as t:
             return any(m.user_id == user_id and m.multilingual is not None for m in t.memories.values())
+
+    def get_user_state(self, user_id: str) -> UserState:
+        """:meth:`has_memories` and :meth:`has_multilingual` at once."""
+        return UserState(self.has_memories(user_id), self.has_multilingual(user_id))
 
     def nearest_entities(self, user_id: str, vector: "np.ndarray", k: int) -> list[tuple[str, float]]:
         """The ``k`` entities of the user whose name embedding is closest to ``vector``, best first."""

@@ -125,6 +125,12 @@ token vectors, two spreads, records) instead of 34 (with the near cache the dens
 search and the token vectors are each a revision check that reads little), and the plans of these
 statements are made at open (:meth:`_Neo4jCore._warm_statements`), over two
 connections, so the first recalls after a start are not the slow ones.
+The recall's first read (:meth:`Neo4jStore.get_user_state`) answers the user check, the
+multilingual route's check and the near cache's revision read in one statement: the user's next
+cached search in the same context (thread or task, within :data:`_SEEN_FOR_S`) then reads no
+revision of its own (:class:`_SeenRevision`), and sees what was committed before the recall began.
+A recall's touch (access counts) is written beside the caller (:mod:`graphstore.touches`): reads of
+access counts through the store wait for pending touches, ``close`` writes them.
 
 Sync and async: each operation is written once as an I/O-free plan (a generator
 yielding transactions, whose bodies yield Cypher statements and receive their
@@ -136,6 +142,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import re
 import time
@@ -168,7 +175,9 @@ from .records import (
     StoredMemory,
     Neighbor,
     WriteBatch,
+    UserState,
 )
+from .touches import AsyncTouchWriter, TouchWriter
 from .vectors import VectorIndex
 
 if TYPE_CHECKING:
@@ -180,8 +189,12 @@ __all__ = ["Neo4jStore", "AsyncNeo4jStore", "SCHEMA_VERSION"]
 SCHEMA_VERSION = 1
 _EXACT_SCAN_BELOW = 2_000  # users with fewer memories (or entities) are searched exactly
 _MAX_CANDIDATES = 20_000  # beyond this many index candidates, scan the user's vectors exactly
-# connections opened at start: a sync recall reads on two at once (its dense search runs beside its reads)
+# connections opened at start: a recall reads on two at once (its dense search runs beside its reads)
 _WARM_CONNECTIONS = 2
+# How long the revision a user-state read saw stands for the user's next search in the same context
+# (see _SeenRevision): a recall reaches its dense search milliseconds after its first read; a check
+# older than this was left by something else (a BM25-only recall) and is not trusted.
+_SEEN_FOR_S = 1.0
 
 T = TypeVar("T")
 _log = logging.getLogger(__name__)
@@ -266,6 +279,24 @@ def _bump(users: Sequence[str]) -> _Body[dict[str, Revision]]:
         return {}
     rows = yield _Stmt(_BUMP_REVISIONS, {"users": list(users)})
     return {str(u): (str(epoch), int(rev)) for u, epoch, rev in rows[0]["revs"]}
+
+
+@dataclass(slots=True)
+class _SeenRevision:
+    """The revision of ``user`` a user-state read (a recall's first read) found, kept in the caller's
+    context for the user's next near-cache search: that search then needs no revision read of its own.
+    Used once (a mutable box: the copy of the context a sync recall's dense search runs in shares it),
+    only by the store that read it, within :data:`_SEEN_FOR_S`, and only when the cached entry is at
+    exactly this revision (this process's own writes since moved the entry on: then the search reads)."""
+
+    store: object
+    user: str
+    key: Revision | None
+    at: float
+    used: bool = False
+
+
+_SEEN: contextvars.ContextVar[_SeenRevision | None] = contextvars.ContextVar("ripple_neo4j_seen", default=None)
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -585,7 +616,7 @@ RETURN memories, entities
 _TOUCH = """
 UNWIND $rows AS row
 MATCH (m:Memory {id: row.id})
-SET m.access_count = m.access_count + row.n, m.last_access = $at
+SET m.access_count = m.access_count + row.n, m.last_access = row.at
 """
 
 _CHANGED_STATUS = """
@@ -866,6 +897,13 @@ ORDER BY s DESC LIMIT $k
 RETURN collect([n.id, s]) AS hits
 """
 _HAS_MULTILINGUAL = "MATCH (n:Multilingual {user_id: $user}) RETURN n.id AS id LIMIT 1"
+# a recall's first read: has_memories, has_multilingual and the near cache's revision check in one statement
+_USER_STATE = """
+OPTIONAL MATCH (x:Lexicon {user_id: $user})
+RETURN EXISTS { MATCH (:Memory {user_id: $user}) } AS memories,
+       EXISTS { MATCH (:Multilingual {user_id: $user}) } AS multilingual,
+       x IS NOT NULL AS found, coalesce(x.epoch, '') AS epoch, coalesce(x.rev, 0) AS rev
+"""
 
 # (``coalesce`` keeps the user filter off the relationship index: with it, a planner working from
 # thin statistics seeks every edge of the user and joins on the frontier instead of expanding it)
@@ -1226,6 +1264,7 @@ class _Neo4jCore:
         ids = {"ids": [nobody]}
         out = [
             _Stmt(_HAS_MEMORIES, {"user": nobody}),
+            _Stmt(_USER_STATE, {"user": nobody}),
             _Stmt(_LEXICAL_ROUTE, {"user": nobody, "terms": [nobody], "max_df_ratio": 0.5, "max_df": 1000}),
             _Stmt(_TOKEN_VECTORS, ids),
             _Stmt(_REVISION, {"user": nobody}),
@@ -1353,10 +1392,10 @@ class _Neo4jCore:
             self._near.wrote_entities(user, [(e.id, e.embedding) for e in batch.entities
                                              if e.user_id == user and e.embedding is not None], ACTIVE)
 
-    def _plan_touch(self, memory_ids: Sequence[str], at: float) -> _Plan[None]:
-        if memory_ids:
-            counts = Counter(memory_ids)
-            yield _write(_TOUCH, rows=[{"id": i, "n": counts[i]} for i in sorted(counts)], at=at)
+    def _plan_touch(self, rows: list[dict[str, Any]]) -> _Plan[None]:
+        """Touch rows (:mod:`graphstore.touches`: distinct ids in id order, each with its count and time)."""
+        if rows:
+            yield _write(_TOUCH, rows=rows)
 
     def _plan_set_status(self, memory_ids: Sequence[str], status: str) -> _Plan[int]:
         ids = sorted(set(memory_ids))  # (locked in id order, as every writer of memories does)
@@ -1489,7 +1528,8 @@ class _Neo4jCore:
         such vectors); ``(False, None)``: search on the server (no cache, or the user is not admitted)."""
         near = self._near
         near.used(user_id)
-        key = yield from self._plan_revision(user_id)
+        seen = self._seen_revision(user_id)
+        key = seen[1] if seen else (yield from self._plan_revision(user_id))
         if key is None:  # nothing of the user's is written by a ripple that keeps revisions
             near.drop(user_id)
             return False, None
@@ -1509,6 +1549,17 @@ class _Neo4jCore:
         index = VectorIndex.from_rows([(r["id"], cast(bytes, _blob(r["v"])), r.get("s") or ACTIVE) for r in rows])
         near.put_part(user_id, key, label, index)
         return True, index
+
+    def _seen_revision(self, user_id: str) -> tuple[bool, Revision | None] | None:
+        """``(True, key)`` when this context's last user-state read of ``user_id`` (:class:`_SeenRevision`)
+        may stand for the revision read of this search; ``None`` otherwise (the search reads it)."""
+        seen = _SEEN.get()
+        if seen is None or seen.used or seen.store is not self or seen.user != user_id:
+            return None
+        seen.used = True
+        if time.monotonic() - seen.at > _SEEN_FOR_S or seen.key is None or not self._near.has_entry(user_id, seen.key):
+            return None
+        return True, seen.key
 
     def _plan_near_search(
         self, label: Part, user_id: str, vectors: Sequence[Any], k: int, statuses: Sequence[str]
@@ -1593,6 +1644,13 @@ class _Neo4jCore:
 
     def _plan_has_multilingual(self, user_id: str) -> _Plan[bool]:
         return bool((yield _read(_HAS_MULTILINGUAL, user=user_id)))
+
+    def _plan_user_state(self, user_id: str) -> _Plan[UserState]:
+        row = (yield _read(_USER_STATE, user=user_id))[0]
+        if self._near.enabled:  # (the revision for the near cache's next search of the user: _SeenRevision)
+            key = (str(row["epoch"]), int(row["rev"])) if row["found"] else None
+            _SEEN.set(_SeenRevision(self, user_id, key, time.monotonic()))
+        return UserState(bool(row["memories"]), bool(row["multilingual"]))
 
     def _plan_nearest_batch(
         self, label: Part, user_id: str, vectors: "np.ndarray", k: int, statuses: Sequence[str] = ()
@@ -1887,6 +1945,8 @@ class Neo4jStore(_Neo4jCore):
             self._driver: Driver = neo4j.GraphDatabase.driver(uri, auth=self._auth, **options)
         self._bookmarks = neo4j.GraphDatabase.bookmark_manager()
         self._closed = False
+        # recall touches are written beside the caller (graphstore.touches)
+        self._touches = TouchWriter(lambda rows: self._drive(self._plan_touch(rows)))
         try:
             self._drive(self._plan_open(), opening=True)  # (connects, authenticates: retried like any call)
             if warm_up:
@@ -1950,6 +2010,7 @@ class Neo4jStore(_Neo4jCore):
 
     def close(self) -> None:
         if not self._closed:
+            self._touches.close()  # (writes the pending touches first)
             self._closed = True
             self._driver.close()
 
@@ -1958,7 +2019,9 @@ class Neo4jStore(_Neo4jCore):
         return self._drive(self._plan_write(batch, replace_mentions_of))
 
     def touch(self, memory_ids: Sequence[str], at: float) -> None:
-        return self._drive(self._plan_touch(memory_ids, at))
+        """Queued and written beside the caller (:mod:`graphstore.touches`); reads of access counts
+        through this store wait for it, :meth:`close` writes what is pending."""
+        self._touches.add(memory_ids, at)
 
     def set_status(self, memory_ids: Sequence[str], status: str) -> int:
         return self._drive(self._plan_set_status(memory_ids, status))
@@ -1970,12 +2033,14 @@ class Neo4jStore(_Neo4jCore):
         return self._drive(self._plan_delete_user(user_id))
 
     def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredMemory]:
+        self._touches.settle()  # (a process reads its own touches: graphstore.touches)
         return self._drive(self._plan_get_memories(memory_ids, with_vectors))
 
     def list_memories(
         self, user_id: str, *, session_id: str | None = None, statuses: Sequence[str] | None = None,
         limit: int | None = None, offset: int = 0,
     ) -> list[StoredMemory]:
+        self._touches.settle()
         return self._drive(self._plan_list_memories(user_id, session_id, statuses, limit, offset))
 
     def has_memories(self, user_id: str) -> bool:
@@ -2011,6 +2076,9 @@ class Neo4jStore(_Neo4jCore):
 
     def has_multilingual(self, user_id: str) -> bool:
         return self._drive(self._plan_has_multilingual(user_id))
+
+    def get_user_state(self, user_id: str) -> UserState:
+        return self._drive(self._plan_user_state(user_id))
 
     def nearest_memories_batch(
         self, user_id: str, vectors: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
@@ -2049,6 +2117,7 @@ class Neo4jStore(_Neo4jCore):
         return self._drive(self._plan_neighbourhood(user_id, sources, edge_types, reach, max_degree, labels))
 
     def export(self, user_id: str) -> Iterator[StoredMemory | EntityRecord | EdgeRecord]:
+        self._touches.settle()
         yield from self._drive(self._plan_export(user_id))
 
     def stats(self, user_id: str | None = None) -> dict[str, int]:
@@ -2062,6 +2131,7 @@ class Neo4jStore(_Neo4jCore):
 
         Procedures and administration commands (``SHOW``, ``LOAD CSV``, ``dbms.*``, schema) are refused
         unless allowed (see :mod:`graphstore.cypher_policy`)."""
+        self._touches.settle()
         return self._drive(self._plan_cypher(query, params, write, allow_procedures, allow_admin))
 
     def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:
@@ -2128,6 +2198,7 @@ class AsyncNeo4jStore(_Neo4jCore):
             self._driver: AsyncDriver = neo4j.AsyncGraphDatabase.driver(uri, auth=self._auth, **options)
         self._bookmarks = neo4j.AsyncGraphDatabase.bookmark_manager()
         self._closed = False
+        self._touches = AsyncTouchWriter(lambda rows: self._drive(self._plan_touch(rows)))
         self._opened = False
         self._warm = warm_up
 
@@ -2196,6 +2267,7 @@ class AsyncNeo4jStore(_Neo4jCore):
 
     async def aclose(self) -> None:
         if not self._closed:
+            await self._touches.settle()  # (writes the pending touches first)
             self._closed = True
             await self._driver.close()
 
@@ -2206,7 +2278,8 @@ class AsyncNeo4jStore(_Neo4jCore):
         return await self._drive(self._plan_write(batch, replace_mentions_of))
 
     async def touch(self, memory_ids: Sequence[str], at: float) -> None:
-        return await self._drive(self._plan_touch(memory_ids, at))
+        """See :meth:`Neo4jStore.touch`."""
+        await self._touches.add(memory_ids, at)
 
     async def set_status(self, memory_ids: Sequence[str], status: str) -> int:
         return await self._drive(self._plan_set_status(memory_ids, status))
@@ -2218,12 +2291,14 @@ class AsyncNeo4jStore(_Neo4jCore):
         return await self._drive(self._plan_delete_user(user_id))
 
     async def get_memories(self, memory_ids: Sequence[str], *, with_vectors: bool = False) -> list[StoredMemory]:
+        await self._touches.settle()  # (a task reads its own touches: graphstore.touches)
         return await self._drive(self._plan_get_memories(memory_ids, with_vectors))
 
     async def list_memories(
         self, user_id: str, *, session_id: str | None = None, statuses: Sequence[str] | None = None,
         limit: int | None = None, offset: int = 0,
     ) -> list[StoredMemory]:
+        await self._touches.settle()
         return await self._drive(self._plan_list_memories(user_id, session_id, statuses, limit, offset))
 
     async def has_memories(self, user_id: str) -> bool:
@@ -2259,6 +2334,9 @@ class AsyncNeo4jStore(_Neo4jCore):
 
     async def has_multilingual(self, user_id: str) -> bool:
         return await self._drive(self._plan_has_multilingual(user_id))
+
+    async def get_user_state(self, user_id: str) -> UserState:
+        return await self._drive(self._plan_user_state(user_id))
 
     async def nearest_memories_batch(
         self, user_id: str, vectors: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
@@ -2299,6 +2377,7 @@ class AsyncNeo4jStore(_Neo4jCore):
         return await self._drive(self._plan_neighbourhood(user_id, sources, edge_types, reach, max_degree, labels))
 
     async def export(self, user_id: str) -> AsyncIterator[StoredMemory | EntityRecord | EdgeRecord]:
+        await self._touches.settle()
         for record in await self._drive(self._plan_export(user_id)):
             yield record
 
@@ -2313,6 +2392,7 @@ class AsyncNeo4jStore(_Neo4jCore):
 
         Procedures and administration commands (``SHOW``, ``LOAD CSV``, ``dbms.*``, schema) are refused
         unless allowed (see :mod:`graphstore.cypher_policy`)."""
+        await self._touches.settle()
         return await self._drive(self._plan_cypher(query, params, write, allow_procedures, allow_admin))
 
     async def get_document(self, user_id: str, key: str) -> tuple[int, str, float] | None:

@@ -28,6 +28,7 @@ from .records import (
     Neighbor,
     ShardMove,
     ShardsReport,
+    UserState,
     WriteBatch,
 )
 
@@ -82,7 +83,9 @@ class GraphStore(Protocol):
         ...
 
     def touch(self, memory_ids: Sequence[str], at: float) -> None:
-        """Count one access of each memory (recall hits) at time ``at``."""
+        """Count one access of each memory (recall hits) at time ``at``.  A server store may write it
+        after returning (:mod:`graphstore.touches`): its own reads of access counts still see it,
+        ``close`` writes what is pending, other clients see it once written."""
         ...
 
     def set_status(self, memory_ids: Sequence[str], status: str) -> int:
@@ -161,6 +164,14 @@ class GraphStore(Protocol):
     def has_multilingual(self, user_id: str) -> bool:
         """True if any memory of the user (whatever its status) has a multilingual vector; cheap at
         any size (recall asks it before encoding a query with the multilingual model)."""
+        ...
+
+    def get_user_state(self, user_id: str) -> UserState:
+        """:meth:`has_memories` and :meth:`has_multilingual` in one call (a recall's first read; one
+        round trip on a server store).  A store that keeps a cache of a user's data may also check
+        that cache's currency here, for the user's next vector search in the same context (thread or
+        task) shortly after: that search then sees what was committed before this call (Neo4j's
+        near cache: :mod:`graphstore.nearcache`)."""
         ...
 
     def lexical_stats(self, user_id: str, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]:
@@ -293,6 +304,7 @@ class AsyncGraphStore(Protocol):
         self, user_id: str, vector: "np.ndarray", k: int, *, statuses: Sequence[str] = (ACTIVE,)
     ) -> list[tuple[str, float]]: ...
     async def has_multilingual(self, user_id: str) -> bool: ...
+    async def get_user_state(self, user_id: str) -> UserState: ...
     async def lexical_stats(self, user_id: str, terms: Sequence[str]) -> tuple[int, float, dict[str, int]]: ...
     async def postings(self, user_id: str, terms: Sequence[str]) -> list[tuple[str, str, int, int]]: ...
     async def token_vectors(self, memory_ids: Sequence[str]) -> dict[str, bytes]: ...

@@ -25,6 +25,7 @@ __all__ = [
     "ShardsReport",
     "MoveReport",
     "LexicalRows",
+    "UserState",
     "usable_terms",
     "df_cap",
     "EDGE_MENTIONS",
@@ -252,6 +253,17 @@ class LexicalRows:
     avg_len: float
     df: dict[str, int]
     postings: list[tuple[str, str, int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class UserState:
+    """What a recall asks about a user before it reads anything else (see
+    :meth:`graphstore.GraphStore.get_user_state`): whether any memory of the user is stored (whatever
+    its status; :meth:`~graphstore.GraphStore.has_memories`) and whether any has a multilingual vector
+    (:meth:`~graphstore.GraphStore.has_multilingual`).  One request, so one round trip on a server."""
+
+    memories: bool
+    multilingual: bool
 
 
 def df_cap(n_docs: int, max_df_ratio: float, max_df: int | None) -> float:

@@ -30,7 +30,8 @@ from .protocol import (
     SupportsLexicalRoute,
     SupportsNeighbourhood,
 )
-from .records import DocumentRecord, EdgeRecord, EntityRecord, LexicalRows, StoredMemory, Neighbor, WriteBatch, usable_terms
+from .records import (DocumentRecord, EdgeRecord, EntityRecord, LexicalRows, StoredMemory, Neighbor, UserState, WriteBatch,
+                      usable_terms)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,6 +57,7 @@ __all__ = [
     "NearestEntitiesBatch",
     "NearestMultilingual",
     "HasMultilingual",
+    "GetUserState",
     "LexicalStats",
     "Postings",
     "LexicalRoute",
@@ -271,6 +273,17 @@ class NearestMultilingual(StoreRequest[list[tuple[str, float]]]):
 
     def call(self, store: GraphStore) -> list[tuple[str, float]]:
         return store.nearest_multilingual(self.user_id, self.vector, self.k, statuses=self.statuses)
+
+
+@dataclass(frozen=True, slots=True)
+class GetUserState(StoreRequest[UserState]):
+    """Whether the user has memories, and multilingual ones: a recall's first read, one call."""
+
+    user_id: str
+    method: ClassVar[str] = "get_user_state"
+
+    def call(self, store: GraphStore) -> UserState:
+        return store.get_user_state(self.user_id)
 
 
 @dataclass(frozen=True, slots=True)

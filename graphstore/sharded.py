@@ -66,6 +66,7 @@ from .records import (
     ShardMove,
     ShardsReport,
     WriteBatch,
+    UserState,
 )
 from .requests import (
     DeleteMemories,
@@ -86,6 +87,7 @@ from .requests import (
     NearestEntities,
     NearestEntitiesBatch,
     HasMultilingual,
+    GetUserState,
     NearestMemories,
     NearestMemoriesBatch,
     NearestMultilingual,
@@ -636,6 +638,9 @@ class ShardedStore(_ShardedCore):
     def has_multilingual(self, user_id: str) -> bool:
         return self._drive(self._plan_on_user(user_id, HasMultilingual(user_id)))
 
+    def get_user_state(self, user_id: str) -> UserState:
+        return self._drive(self._plan_on_user(user_id, GetUserState(user_id)))
+
     def nearest_memories_batch(self, user_id: str, vectors: "np.ndarray", k: int, *,
                                statuses: Sequence[str] = (ACTIVE,)) -> list[list[tuple[str, float]]]:
         return self._drive(self._plan_on_user(user_id, NearestMemoriesBatch(user_id, vectors, k, statuses),
@@ -826,6 +831,9 @@ class AsyncShardedStore(_ShardedCore):
 
     async def has_multilingual(self, user_id: str) -> bool:
         return await self._drive(self._plan_on_user(user_id, HasMultilingual(user_id)))
+
+    async def get_user_state(self, user_id: str) -> UserState:
+        return await self._drive(self._plan_on_user(user_id, GetUserState(user_id)))
 
     async def nearest_memories_batch(self, user_id: str, vectors: "np.ndarray", k: int, *,
                                      statuses: Sequence[str] = (ACTIVE,)) -> list[list[tuple[str, float]]]:

@@ -60,6 +60,7 @@ from .records import (
     StoredMemory,
     Neighbor,
     WriteBatch,
+    UserState,
 )
 from .vectors import VectorIndex
 
@@ -781,6 +782,13 @@ class SQLiteStore:
         with self._read() as db:  # (the partial index memories_multilingual answers it)
             return db.execute("SELECT 1 FROM memories WHERE user_id=? AND multilingual IS NOT NULL LIMIT 1",
                               (user_id,)).fetchone() is not None
+
+    def get_user_state(self, user_id: str) -> UserState:
+        with self._read() as db:
+            row = db.execute("SELECT EXISTS (SELECT 1 FROM memories WHERE user_id=?),"
+                             " EXISTS (SELECT 1 FROM memories WHERE user_id=? AND multilingual IS NOT NULL)",
+                             (user_id, user_id)).fetchone()
+        return UserState(bool(row[0]), bool(row[1]))
 
     def _entity_cache(self, db: sqlite3.Connection, user_id: str) -> VectorIndex | None:
         cache = self._entity_vectors.get(user_id)

@@ -41,6 +41,7 @@ from .records import (
     EntityRecord,
     StoredMemory,
     Neighbor,
+    UserState,
     WriteBatch,
     usable_terms,
 )
@@ -317,6 +318,30 @@ class GraphStoreConformance:
         assert store.has_memories("u1") and store.has_memories("u2") and not store.has_memories("u3")
         store.set_status(["m_9"], INVALIDATED)
         assert store.has_memories("u2")  # whatever the status
+
+    def test_user_state(self, store: GraphStore) -> None:
+        """``get_user_state`` is ``has_memories`` and ``has_multilingual`` in one call (a recall's first
+        read), for English and Chinese user ids, whatever the memories' status."""
+        from dataclasses import replace
+
+        for user in ("u1", "用户甲"):
+            assert store.get_user_state(user) == UserState(memories=False, multilingual=False)
+        en = make_memory("m_en", user="u1", text="Dana signs invoices", vec=unit_vector(0, 1))
+        zh = replace(make_memory("m_zh", user="用户甲", text="我对花生过敏", vec=unit_vector(1, 0), terms=("花生", "过敏")),
+                     multilingual=unit_vector(0, 1).tobytes())
+        store.write(WriteBatch(memories=[en, zh]))
+        assert store.get_user_state("u1") == UserState(memories=True, multilingual=False)
+        assert store.get_user_state("用户甲") == UserState(memories=True, multilingual=True)
+        assert store.get_user_state("u2") == UserState(memories=False, multilingual=False)
+        for user in ("u1", "用户甲", "u2"):  # the same answers as the two requests it folds together
+            assert store.get_user_state(user) == UserState(store.has_memories(user), store.has_multilingual(user))
+        store.set_status(["m_zh"], INVALIDATED)
+        assert store.get_user_state("用户甲") == UserState(memories=True, multilingual=True)
+        # a search right after it still sees the store as it is (a store may check a cache with it)
+        assert [h[0] for h in store.nearest_memories("用户甲", unit_vector(1, 0), 2, statuses=(INVALIDATED,))] == ["m_zh"]
+        store.delete_memories(["m_zh"])
+        assert store.get_user_state("用户甲") == UserState(memories=False, multilingual=False)
+        assert store.nearest_memories("用户甲", unit_vector(1, 0), 2) == []
 
     def test_missing_ids_are_skipped(self, store: GraphStore) -> None:
         self._seed_graph(store)

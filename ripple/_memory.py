@@ -13,6 +13,8 @@ nothing here knows which backend runs: :func:`graphstore.open_store` chooses.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import threading
 from dataclasses import replace
 from datetime import datetime
@@ -28,7 +30,7 @@ from ._facts import facts_plan
 from ._lifecycle import LifecycleConfig
 from ._ahead import PreparedBatches
 from ._requests import LocalRequest, Op
-from ._runtime import Runtime
+from ._runtime import DenseSearchFn, Runtime, SearchHits
 from ._shape import exported
 from .errors import ConfigError, RippleError
 from .limits import Limits
@@ -74,8 +76,8 @@ class _Client:
         in_process = isinstance(opened, InProcessStore) and opened.in_process is True
         # A server store writes on its own core: add_many prepares the next batch meanwhile (see _ahead).
         self._prepare_ahead = not in_process
-        # A sync server store can run the plan's dense search in the query encoder's thread (see Runtime).
-        beside = None if asynchronous or in_process else _search_beside(cast(GraphStore, opened))
+        # A server store runs the plan's dense search in the query encoder's thread (see Runtime).
+        beside = None if in_process else _search_beside(opened, asynchronous)
         self._runtime = Runtime(self.settings, embedder=embedder, extractor=extractor, clock=clock,
                                 encode_first=in_process, search_beside=beside)
         self._ctx = ops.OpContext(config or RecallConfig(), lifecycle or LifecycleConfig(), self._runtime.clock,
@@ -139,9 +141,28 @@ class _Client:
         return PreparedBatches(chunks, self._runtime.prepare, overlap=self._prepare_ahead, progress=bar)
 
 
-def _search_beside(store: GraphStore) -> Callable[..., list[tuple[str, float]]]:
-    def search(user_id: str, vector: Any, k: int, statuses: Any) -> list[tuple[str, float]]:
-        return store.nearest_memories(user_id, vector, k, statuses=statuses)
+#: The event loop an :class:`AsyncMemory` operation runs on (set by its ``_drive``; worker threads get a
+#: copy of the context, so the query encoder's thread finds it): where its dense search beside runs.
+_LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar("ripple_loop", default=None)
+
+
+def _search_beside(store: "GraphStore | AsyncGraphStore", asynchronous: bool) -> DenseSearchFn:
+    """The plan's dense search as the query encoder's thread starts it right after encoding, beside the
+    lexical route the plan reads meanwhile (see :meth:`ripple._runtime.Runtime.query_vectors`).
+
+    Sync: a plain store call, in that thread.  Async: the store's coroutine, started on the operation's
+    event loop (the thread does not wait for it: the plan collects its hits with the vectors), so both
+    clients overlap encoding, dense search and lexical route the same way.  Outside asyncio (trio) it
+    answers ``None`` and the plan searches itself, after encoding."""
+
+    def search(user_id: str, vector: Any, k: int, statuses: Sequence[str]) -> "SearchHits | None":
+        if not asynchronous:
+            return cast(GraphStore, store).nearest_memories(user_id, vector, k, statuses=statuses)
+        loop = _LOOP.get()
+        if loop is None or loop.is_closed():
+            return None
+        return asyncio.run_coroutine_threadsafe(
+            cast(AsyncGraphStore, store).nearest_memories(user_id, vector, k, statuses=statuses), loop)
 
     return search
 
@@ -466,6 +487,7 @@ class AsyncMemory(_Client):
     async def _drive(self, op: Op[T]) -> T:
         """Run an operation: store requests awaited, model work in a worker thread."""
         store, runtime = self._store, self._runtime
+        loop = _LOOP.set(_running_asyncio_loop())
         try:
             req = next(op)
             while True:
@@ -480,6 +502,8 @@ class AsyncMemory(_Client):
                     req = op.send(value)
         except StopIteration as stop:
             return cast(T, stop.value)
+        finally:
+            _LOOP.reset(loop)
 
     # -- writes ------------------------------------------------------------------------------
     async def add(self, text: str, *, user_id: str, agent_id: str | None = None, session_id: str | None = None,
@@ -611,6 +635,13 @@ class AsyncMemory(_Client):
         from .agent import AsyncSession
 
         return AsyncSession(self, user_id, session_id, agent_id=agent_id, **options)
+
+
+def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # another async library (trio)
+        return None
 
 
 async def _thread(fn: Callable[..., T], *args: Any) -> T:

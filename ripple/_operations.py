@@ -25,6 +25,7 @@ from graphstore.requests import (
     Expand,
     Export,
     GetMemories,
+    GetUserState,
     HasMemories,
     ListEdges,
     ListMemories,
@@ -361,7 +362,10 @@ def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: 
     check.query(query, k, mode, ctx.limits)
     floor = check.relevance_floor(min_relevance)
     t0 = time.perf_counter()
-    if not (yield from known_user(ctx, user_id)):  # before any model is loaded for the query
+    check.user(user_id, ctx.limits)
+    # one read answers the user check and the multilingual route's (see graphstore.records.UserState)
+    state = yield GetUserState(user_id)
+    if not state.memories:  # before any model is loaded for the query
         return RecallResult(query=query, user_id=user_id, mode=mode, hits=(), trace=RecallTrace(),
                             user_known=False)
     cfg = config or (ctx.config if mode == "ripple" else RECIPES[mode])
@@ -369,6 +373,7 @@ def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: 
         statuses = tuple(dict.fromkeys((*cfg.merge.include_statuses, ACTIVE, SUPERSEDED)))
         cfg = cfg.model_copy(update={"merge": cfg.merge.model_copy(update={"include_statuses": statuses})})
     q = yield PrepareQuery(query, user_id, k, mode, cfg)
+    q.user_multilingual = state.multilingual
     plan = yield from recall_plan(q, cfg)
     if floor:
         plan.hits = [c for c in plan.hits if c.relevance >= floor]

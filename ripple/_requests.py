@@ -74,7 +74,7 @@ class CollectQueryVectors(LocalRequest["QueryVectors"]):
     pending: Any  # a concurrent.futures.Future of QueryVectors
 
     def run(self, runtime: "Runtime") -> "QueryVectors":
-        return cast("QueryVectors", self.pending.result())
+        return runtime.collect_query_vectors(self.pending)
 
 
 @dataclass(frozen=True, slots=True)

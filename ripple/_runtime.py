@@ -16,8 +16,8 @@ import contextvars
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeAlias
 
 from ._batching import BatchEncoder
 from .errors import ConfigError, ExtractionError, ModelNotInstalled, RippleError
@@ -34,10 +34,13 @@ if TYPE_CHECKING:
     from ._ingest import Prepared
     from .embedding import Embedder
 
-__all__ = ["Runtime", "DenseSearchFn", "analysing"]
+__all__ = ["Runtime", "DenseSearchFn", "SearchHits", "analysing"]
 
-#: A store's dense search, callable from a worker thread: (user_id, vector, k, statuses) -> hits.
-DenseSearchFn = Callable[[str, "np.ndarray", int, Sequence[str]], list[tuple[str, float]]]
+#: A dense search's hits, or the future of them (an async store's search runs on the event loop).
+SearchHits: TypeAlias = "list[tuple[str, float]] | Future[list[tuple[str, float]]]"
+#: A store's dense search, callable from a worker thread: (user_id, vector, k, statuses) -> hits, or
+#: ``None`` when it cannot run there (the plan then searches itself).
+DenseSearchFn = Callable[[str, "np.ndarray", int, Sequence[str]], "SearchHits | None"]
 
 #: Extractions (and frames) of texts the write path wrote or compared lately, kept for its comparisons (a few MB).
 RECENT_PARSES = 4096
@@ -340,7 +343,20 @@ class Runtime:
         got = QueryVectors(vector, tokens)
         if search is not None and self._search_beside is not None:
             got.search = search
-            got.hits = self._search_beside(user_id, got.vector, search.pool, search.statuses)
+            hits = self._search_beside(user_id, got.vector, search.pool, search.statuses)
+            if isinstance(hits, Future):
+                got.hits_later = hits
+            else:
+                got.hits = hits
+        return got
+
+    @staticmethod
+    def collect_query_vectors(pending: "Future[QueryVectors]") -> QueryVectors:
+        """The query's vectors from the encoder's thread, with the dense search's hits when it started
+        one (an async store's search is a future of the event loop: waited for here, not there)."""
+        got = pending.result()
+        if got.hits_later is not None:
+            got.hits, got.hits_later = got.hits_later.result(), None
         return got
 
     def query_encoder(self) -> BatchEncoder:

@@ -9,7 +9,8 @@ memories whose text is in a CJK script a second vector, e5's
 (:attr:`graphstore.records.StoredMemory.multilingual`), kept in a vector space
 of its own, and recall searches that space with the query's e5 vector when
 the user has any such memory.  A user who never wrote CJK text pays one cheap
-store probe per recall (:meth:`graphstore.GraphStore.has_multilingual`) and
+store probe per recall (answered with the user check:
+:meth:`graphstore.GraphStore.get_user_state`) and
 no encoding; English memories never get the second vector, so English recall
 is exactly what it was.
 
@@ -43,7 +44,10 @@ CJK_LANGUAGES = ("zh", "ja", "ko")
 def multilingual_route(q: QueryInput, pool: int, statuses: tuple[str, ...]) -> Generator[Request, Any, dict[str, float]]:
     """The ``pool`` memories nearest to the query in the multilingual space, as id -> cosine;
     empty (and nothing encoded) when the route is off or the user has no memory in a CJK script."""
-    if not q.multilingual or not (yield HasMultilingual(q.user_id)):
+    if not q.multilingual:
+        return {}
+    has = q.user_multilingual if q.user_multilingual is not None else (yield HasMultilingual(q.user_id))
+    if not has:
         return {}
     vector = yield EncodeMultilingualQuery(q.text)
     return dict((yield NearestMultilingual(q.user_id, vector, pool, statuses)))

@@ -8,6 +8,7 @@ the plan already reads the lexical route (see :class:`QueryInput.pending`).
 from __future__ import annotations
 
 import re
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,9 @@ class QueryInput:
     encode_ms: float = 0.0  # time the driver spent encoding the query before the plan (0: none, or beside it)
     load_ms: float = 0.0  # time the driver spent loading the embedding model for this query (the first one only)
     multilingual: bool = False  # whether the multilingual route is on (ripple.recall.multilingual)
+    # whether the user has memories in the multilingual space, when the caller already read it with the
+    # user check (graphstore.records.UserState); None: the multilingual route asks the store
+    user_multilingual: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +87,8 @@ class QueryVectors:
     tokens: "np.ndarray"
     search: DenseSearch | None = None
     hits: list[tuple[str, float]] | None = None
+    # an async store's search, running on the event loop until the driver collects it into ``hits``
+    hits_later: "Future[list[tuple[str, float]]] | None" = None
 
 
 def pool_size(config: RecallConfig, k: int) -> int:

@@ -291,3 +291,59 @@ def test_the_setting_reaches_the_store(clean: Any, monkeypatch: pytest.MonkeyPat
     finally:
         for s in (off, on, default):
             s.close()
+
+
+def _counting(store: Neo4jStore) -> list[bool]:
+    """Every transaction the store runs from now on, as its ``write`` flag (one round trip per read)."""
+    runs: list[bool] = []
+    inner = store._transaction
+
+    def counted(step: Any) -> Any:
+        runs.append(step.write)
+        return inner(step)
+
+    store._transaction = counted  # type: ignore[method-assign]
+    return runs
+
+
+@pytest.mark.parametrize("user", ["u1", "用户甲"])
+def test_the_user_state_read_stands_for_the_next_searchs_revision_read(clean: Any, user: str) -> None:
+    """``get_user_state`` (a recall's first read) also reads the user's revision: the user's next cached
+    search in the same context needs no read of its own, answers as a search that reads, and sees every
+    write committed before the state read (by another client too); once used, or after this store's own
+    write, a search reads the revision again."""
+    a, b, plain = connect(), connect(), connect(near_cache_mb=0)
+    vecs = vectors(20, 3)
+    q = vecs[0] + 0.1 * vecs[1]
+    q /= np.linalg.norm(q)
+    try:
+        b.write(WriteBatch(memories=[memory(f"m_{j:02d}", vecs[j], user=user) for j in range(12)]))
+        a.nearest_memories(user, q, 5)
+        a.nearest_memories(user, q, 5)  # (loaded at its second search at one revision)
+        assert a._near.users() == [user]
+        runs = _counting(a)
+        state = a.get_user_state(user)
+        assert state.memories and not state.multilingual and len(runs) == 1
+        got = a.nearest_memories(user, q, 5)
+        assert len(runs) == 1 and same(got, plain.nearest_memories(user, q, 5))  # no revision read
+        a.nearest_memories(user, q, 5)
+        assert len(runs) == 2  # the state read stood for one search only
+
+        b.write(WriteBatch(memories=[memory("m_new", q, user=user)]))  # another client, before the state read
+        a.get_user_state(user)
+        runs.clear()
+        got = a.nearest_memories(user, q, 5)
+        assert got[0] == ("m_new", pytest.approx(1.0, abs=1e-6)) and same(got, plain.nearest_memories(user, q, 5))
+        assert 1 <= len(runs)  # (the cached entry was behind the state read's revision: it reads)
+
+        a.nearest_memories(user, q, 5)  # (reloaded at its second search at the new revision)
+        assert a._near.users() == [user]
+        a.get_user_state(user)
+        a.write(WriteBatch(memories=[memory("m_own", -q, user=user)]))  # this store, after the state read
+        runs.clear()
+        far = a.nearest_memories(user, -q, 1)
+        assert far[0][0] == "m_own" and runs == [False]  # the revision is read again (own write moved it)
+        assert a.get_user_state("nobody") == a.get_user_state("无人")
+    finally:
+        for s in (a, b, plain):
+            s.close()

@@ -301,7 +301,9 @@ def test_reads_run_in_read_transactions_and_writes_in_write_transactions(clean: 
     }
     writes: dict[str, Callable[[], Any]] = {
         "write": lambda: store.write(WriteBatch(memories=[make_memory("m_3")])),
-        "touch": lambda: store.touch(["m_1"], 5.0), "set_status": lambda: store.set_status(["m_1"], "invalidated"),
+        # (a touch is written beside the caller: the read after it waits for it)
+        "touch": lambda: (store.touch(["m_1"], 5.0), store.get_memories(["m_1"])),
+        "set_status": lambda: store.set_status(["m_1"], "invalidated"),
         "put_document": lambda: store.put_document("u1", "k", "1", expected_version=None, at=1.0),
         "delete_memories": lambda: store.delete_memories(["m_3"]), "delete_user": lambda: store.delete_user("u1"),
     }
