@@ -36,7 +36,7 @@ does nothing.  Every verdict says why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
@@ -134,10 +134,11 @@ def view(frame: Frame) -> FrameView:
     """What :func:`match` reads of a frame, computed once (a write path compares one parsed text with
     many: compute its views once per text and keep them while its batch is decided)."""
     values = tuple(_value_of(s, frame) for s in frame.slots)
-    first = FrameView(frame, values, frozenset(frame.words), frozenset(a.rsplit("_", 1)[-1] for a in frame.attributes),
-                      frozenset(n for _, n in frame.context), any(v.kind == _TEMPORAL_KIND for v in values),
-                      promising(frame), False, False, any(v.free and not v.ident for v in values))
-    return replace(first, replaceable=can_be_replaced(first), replacing=first.promising and can_replace(first))
+    hopeful = promising(frame)
+    return FrameView(frame, values, frozenset(frame.words), frozenset(a.rsplit("_", 1)[-1] for a in frame.attributes),
+                     frozenset(n for _, n in frame.context), any(v.kind == _TEMPORAL_KIND for v in values),
+                     hopeful, _replaceable(frame), hopeful and _replacing(frame),
+                     any(v.free and not v.ident for v in values))
 
 
 def _comparable(a: _Value, b: _Value, strong: bool) -> bool:
@@ -273,14 +274,21 @@ def can_be_replaced(old: FrameView) -> bool:
     """Whether an older clause can be replaced by anything (a test of the clause alone, that
     :func:`match` makes of every pair): an event ("I went to the support group yesterday") or a
     clause whose possessor is not said ("his name is Kyle") never is."""
-    return not old.frame.event and UNRESOLVED not in old.frame.subjects
+    return _replaceable(old.frame)
+
+
+def _replaceable(f: Frame) -> bool:
+    return not f.event and UNRESOLVED not in f.subjects
 
 
 def can_replace(new: FrameView) -> bool:
     """Whether a newer clause can replace anything (a test of the clause alone, that :func:`match`
     makes of every pair): an addition ("I also speak Portuguese"), an event that names no change, or
     a clause whose possessor is not said never does."""
-    f = new.frame
+    return _replacing(new.frame)
+
+
+def _replacing(f: Frame) -> bool:
     return not f.addition and not (f.event and not f.strong) and UNRESOLVED not in f.subjects
 
 
