@@ -18,3 +18,25 @@ def test_users_benchmark_measures_recall_and_delete_per_size(tmp_path: Path, cap
         assert set(row["modes"]) == {"flat", "ripple"} and all(1 <= m["n"] <= 6 for m in row["modes"].values())
         assert row["delete_all"]["n"] == 2 and row["delete_all"]["memories_per_user_p50"] > 0
     assert "| 4 |" in capsys.readouterr().out
+
+
+def test_users_benchmark_keeps_an_embedded_store_and_reuses_it(tmp_path: Path) -> None:
+    """``--store sqlite:///folder`` keeps the store; ``--reuse-store`` recalls from it without ingesting."""
+    import json
+
+    store = f"sqlite://{tmp_path / 'kept'}"
+    common = ["users", "--users", "3", "--per-user", "10", "--queries", "4", "--deletes", "0", "--no-progress",
+              "--store", store, "--out", str(tmp_path)]
+    assert main(common) == 0
+    first = json.loads((tmp_path / "users-3.json").read_text())
+    assert first["store"] == "embedded" and first["ingest_s"] is not None and first["delete_all"]["n"] == 0
+    assert main([*common, "--reuse-store"]) == 0
+    second = json.loads((tmp_path / "users-3.json").read_text())
+    assert second["ingest_s"] is None and second["memories"] == first["memories"] > 0
+
+
+def test_users_benchmark_refuses_a_kept_store_for_several_sizes(tmp_path: Path) -> None:
+    import pytest
+
+    with pytest.raises(SystemExit, match="one size"):
+        main(["users", "--users", "2,3", "--store", f"sqlite://{tmp_path}", "--out", str(tmp_path)])
