@@ -101,8 +101,10 @@ def table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         cells = [f"{r['modes'][m]['p50_ms']} / {r['modes'][m]['p95_ms']}" for m in modes]
         d = r["delete_all"]
-        lines.append(f"| {r['users']:,} | {r['memories']:,} | {r['store']} | {r['ingest_s']} | " + " | ".join(cells)
-                     + f" | {d['p50_ms']} / {d['max_ms']} |")
+        ingest = "–" if r["ingest_s"] is None else r["ingest_s"]
+        deletes = f"{d['p50_ms']} / {d['max_ms']}" if d["n"] else "–"
+        lines.append(f"| {r['users']:,} | {r['memories']:,} | {r['store']} | {ingest} | " + " | ".join(cells)
+                     + f" | {deletes} |")
     return "\n".join(lines)
 
 
