@@ -7,7 +7,7 @@ from collections import Counter
 from datetime import datetime, timezone
 
 from benchmarks.datasets import PROJECT_ROOT
-from benchmarks.supersession import SPLITS, Item, Outcome, Turn, closure, load_items, score, summarise
+from benchmarks.supersession import SEALED, SPLITS, Item, Outcome, Turn, closure, load_items, score, selected, summarise
 
 DATA = PROJECT_ROOT / "benchmarks" / "data" / "supersession" / "supersession-dev.json"
 
@@ -26,11 +26,25 @@ def test_the_labelled_set_is_well_formed() -> None:
             assert it.turns[a].at > it.turns[b].at, it.id
         olds = {b for _, b in it.supersedes}
         assert all((s == "superseded") == (k in olds) for k, s in enumerate(it.status) if s != "invalidated"), it.id
-    first = [i for i in items if i.split != "dev2"]  # the first set's 70/30 split
+    first = [i for i in items if i.split in ("dev", "heldout")]  # the first set's 70/30 split
     held = Counter(i.split for i in first)["heldout"] / len(first)
     assert 0.25 <= held <= 0.35
     second = Counter((i.lang, i.cls) for i in items if i.split == "dev2")
     assert sum(second.values()) >= 80 and {c for _, c in second} == {i.cls for i in first}
+
+
+def test_the_second_held_out_split_covers_every_class_in_both_languages_and_is_left_out_of_all() -> None:
+    items = load_items(DATA)
+    fresh = [i for i in items if i.split == "heldout2"]
+    langs = Counter(i.lang for i in fresh)
+    assert langs["en"] >= 70 and langs["zh"] >= 70
+    classes = {i.cls for i in items if i.split == "dev"}
+    for lang in ("en", "zh"):
+        assert {i.cls for i in fresh if i.lang == lang} == classes, lang
+    assert all(i.id.split("-")[1].startswith("3") for i in fresh)  # ids en-3p01...: no clash with the older splits
+    assert "heldout2" in SPLITS and "heldout2" in SEALED
+    assert selected("heldout2", "heldout2") and not selected("heldout2", "all")
+    assert selected("dev2", "all") and selected("heldout", "all") and not selected("dev", "heldout")
 
 
 def _item(n: int, supersedes: tuple[tuple[int, int], ...]) -> Item:
