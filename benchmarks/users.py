@@ -54,6 +54,24 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true")
 
 
+def process_io() -> dict[str, int]:
+    """This process's read counters (Linux ``/proc/self/io``; empty elsewhere).
+
+    Why: latency on a shared machine moves by half from one run to the next, while the
+    number of reads a recall makes does not.  On the embedded store every SQLite page
+    that misses its page cache is one ``read`` call (``syscr``), and ``read_bytes`` is
+    what had to come from the disk rather than the OS's cache: together they say whether
+    a user's recall touches more pages as other users are added, and whether those pages
+    were in memory.  (On a server store the calls are socket reads: not comparable.)
+    """
+    try:
+        fields = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
+    except (OSError, ValueError):
+        return {}
+    return {"read_calls": int(fields["syscr"]), "read_kib": int(fields["rchar"]) // 1024,
+            "disk_kib": int(fields["read_bytes"]) // 1024}
+
+
 def measure(n_users: int, per_user: int, n_queries: int, deletes: int, modes: list[str], store: str | None,
             progress: bool, reuse: bool = False) -> dict[str, Any]:
     """Ingest one store of ``n_users`` users, then time recalls per mode and ``delete_all``s."""
@@ -71,13 +89,17 @@ def measure(n_users: int, per_user: int, n_queries: int, deletes: int, modes: li
         for q in queries[: min(20, len(queries))]:  # warm-up: caches, plans
             mem.recall(q.text, user_id=q.user_id, k=10, mode=mode, touch=False)
         lat = []
+        io0, cpu0 = process_io(), time.process_time()
         for q in queries:
             t = time.perf_counter()
             mem.recall(q.text, user_id=q.user_id, k=10, mode=mode, touch=False)
             lat.append((time.perf_counter() - t) * 1000)
+        io1, cpu1 = process_io(), time.process_time()
         pct = latency_percentiles(lat)  # (the run harness's percentiles: figures comparable with RESULTS.md's)
         out["modes"][mode] = {"n": len(lat), "p50_ms": round(pct["p50"], 2), "p95_ms": round(pct["p95"], 2),
-                              "p99_ms": round(pct["p99"], 2), "mean_ms": round(pct["mean"], 2)}
+                              "p99_ms": round(pct["p99"], 2), "mean_ms": round(pct["mean"], 2),
+                              "cpu_ms": round((cpu1 - cpu0) * 1000 / len(lat), 2),
+                              **{f"{k}_per_recall": round((io1[k] - io0[k]) / len(lat), 1) for k in io0 if k in io1}}
     users = sorted({d.user_id for d in ds.docs})
     victims = random.Random(0).sample(users, min(deletes, len(users)))
     times, sizes = [], []

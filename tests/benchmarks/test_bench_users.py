@@ -40,3 +40,17 @@ def test_users_benchmark_refuses_a_kept_store_for_several_sizes(tmp_path: Path) 
 
     with pytest.raises(SystemExit, match="one size"):
         main(["users", "--users", "2,3", "--store", f"sqlite://{tmp_path}", "--out", str(tmp_path)])
+
+
+def test_users_benchmark_counts_reads_per_recall(tmp_path: Path) -> None:
+    """Each mode reports its reads per recall (Linux): a figure the machine's load does not move."""
+    import json
+    import sys
+
+    assert main(["users", "--users", "2", "--per-user", "10", "--queries", "4", "--deletes", "0", "--no-progress",
+                 "--out", str(tmp_path)]) == 0
+    row = json.loads((tmp_path / "users-2.json").read_text())
+    for m in row["modes"].values():
+        assert m["cpu_ms"] > 0
+        if sys.platform == "linux":
+            assert m["read_calls_per_recall"] >= 0 and "disk_kib_per_recall" in m
