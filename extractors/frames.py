@@ -113,6 +113,9 @@ class Slot:
     text: str
     words: frozenset[str]  # the slot read as words (a weak name that turns out to be a plain word)
     weak: bool
+    # (start, end, kind) of each of its values: a slot of dates and times may have words between its values
+    # ("Mondays at 10:00", "next week the vendor sync moves to 11:00"), which a mask must keep
+    parts: tuple[tuple[int, int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -842,7 +845,7 @@ def _slots(full: str, values: Sequence[Value], lang: str) -> tuple[Slot, ...]:
         text = " ".join(v.text for v in g)
         out.append(Slot(kinds=frozenset(v.kind for v in g), norms=frozenset((v.kind, v.norm) for v in g), start=g[0].start,
                         end=g[-1].end, text=text, words=frozenset(_words(text, lang)),
-                        weak=all(v.weak for v in g)))
+                        weak=all(v.weak for v in g), parts=tuple((v.start, v.end, v.kind) for v in g)))
     return tuple(sorted(out, key=lambda s: s.start))
 
 

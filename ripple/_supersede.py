@@ -394,8 +394,20 @@ def _mask(frame: Frame, slot: Slot | None) -> str:
     statements say apart from the value."""
     if slot is None:
         return frame.clause
-    a, b = slot.start - frame.start, slot.end - frame.start
-    return f"{frame.clause[:a]}{PLACEHOLDERS[min(slot.kinds)]}{frame.clause[b:]}".strip()
+    if not slot.parts:
+        a, b = slot.start - frame.start, slot.end - frame.start
+        return f"{frame.clause[:a]}{PLACEHOLDERS[min(slot.kinds)]}{frame.clause[b:]}".strip()
+    # each value masked apart: the words between the values of one slot ("From next week the vendor sync
+    # moves to 11:00") are what the statement says, not part of its value
+    out, pos = [], 0
+    for start, end, kind in slot.parts:
+        a, b = start - frame.start, end - frame.start
+        if a < pos:
+            continue
+        out += [frame.clause[pos:a], PLACEHOLDERS[kind]]
+        pos = b
+    out.append(frame.clause[pos:])
+    return "".join(out).strip()
 
 
 def grade(v: Verdict, dense: float, *, high: float = DENSE_HIGH, medium: float = DENSE_MEDIUM
