@@ -266,7 +266,7 @@ _WEAK_EN = re.compile(r"\b(?:now|new|newly|latest|update[sd]?|revised|starting|e
 _RESULT_ZH = (r"(?:推迟|延长|延后|调整|增加|减少|降低|提高|缩短|扩大|[改换搬挪推延调迁移转涨降减砍压拖缩扩升])(?:到|至)"
               r"|(?:调整|[改换变转调升降])(?:成|为)")
 _STRONG_ZH = re.compile(
-    _RESULT_ZH + r"|卖了|卖掉|升职|晋升|加入了|辞了|"  # (the counterparts of "sold", "promoted", "joined", "quit")
+    _RESULT_ZH + r"|换[\u4e00-\u9fff]{1,3}?了|卖了|卖掉|升职|晋升|加入了|辞了|"  # (the counterparts of "sold", "promoted", "joined", "quit")
     r"改到|改成|改为|改在|改约|改签|改由|换成|换到|换了|换号|换人|换邮箱|搬到|搬去|搬了|挪到|推迟|延期|延到|延迟|延误|提前|调到|调成"
     r"|调整|涨到|涨价|加到|扩到|降到|减到|砍到|压到|变成|变为|不再|接手|接任|离职|跳槽|转岗|转学|迁到|升级|定在|调走|辞职|退休"
     r"|不对|错了|口误|更正|纠正|我是说|我的意思是")
@@ -283,6 +283,11 @@ _CHANGED_TO_EN = re.compile(
     rf"|converted|turned)\b(?:\s+{_OBJECT}[\w'-]+){{0,4}}?\s+(?:over\s+)?(?:to|into)\s+(?P<v>[^,;:!?.]+)", _F)
 _INSTEAD_EN = re.compile(r"\b(?:is|are|am|'s|'m)\s+(?:now\s+)?(?:at|in|on|with)?\s*(?P<v>(?:the|a|an)\s+[^,;:!?.]+?)"
                          r"\s+instead\b", _F)
+# A role held at a named place ("I'm a senior analyst at Brightline", "我在腾讯当产品经理"): the role is the value
+# that changes (a promotion, a new job), the place stays; like a complement, it is weak (a change must be named).
+_ROLE_EN = re.compile(r"\b(?:i'm|i\s+am|(?:he|she)'s|(?:he|she)\s+is)\s+(?:now\s+)?(?:an?\s+|the\s+)?"
+                      r"(?P<v>(?-i:[a-z])[\w-]*(?:\s+(?-i:[a-z])[\w-]*){0,2}?)\s+(?:at|for|with)\s+(?=(?-i:[A-Z]))", _F)
+_ROLE_ZH = re.compile(r"在[^，。！？；,!?;在]{1,8}?(?:当|担任)(?P<v>[^，。！？；,!?;]{2,6}?)(?:了|呢)?$")
 _COMPLEMENT_EN = re.compile(r"\b(?:is|are|am|'s|'m)\s+(?:at|in|on|with)?\s*(?P<v>(?:the|a|an)\s+[^,;:!?.]+?)\s*$", _F)
 _CHANGED_TO_ZH = re.compile(r"(?:" + _RESULT_ZH + r"|改到|改成|改为|改在|换成|换到|搬到|搬去|迁到|变成|变为|调到|挪到|转到|转学到|转岗到|换了家)"
                             r"(?P<v>[^，。！？；,!?;]+?)(?:了|吧|啦|那家)?$")
@@ -611,8 +616,8 @@ def _phrase_value(full: str, a: int, b: int, values: Sequence[Value], lang: str)
     A phrase a change verb points at is ``weak=False``; the complement of a copula, which only an
     older statement offers, is ``weak=True``."""
     clause = full[a:b].rstrip()
-    patterns = ((_CHANGED_TO_ZH, False), (_COMPLEMENT_ZH, True)) if lang == "zh" else \
-        ((_CHANGED_TO_EN, False), (_INSTEAD_EN, False), (_COMPLEMENT_EN, True))
+    patterns = ((_CHANGED_TO_ZH, False), (_ROLE_ZH, True), (_COMPLEMENT_ZH, True)) if lang == "zh" else \
+        ((_CHANGED_TO_EN, False), (_INSTEAD_EN, False), (_ROLE_EN, True), (_COMPLEMENT_EN, True))
     for pattern, weak in patterns:
         m = pattern.search(clause)
         if m is None:
@@ -748,7 +753,7 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
     for k, (a, b) in enumerate(clauses):
         a0, b0 = a + offset, b + offset
         vals = tuple(v for v in values if a0 <= v.start < b0)
-        vals = vals + _phrase_value(full, a0, b0, vals, lang)
+        vals = tuple(sorted(vals + _phrase_value(full, a0, b0, vals, lang), key=lambda v: v.start))
         x, y = next(((x, y) for x, y in sentences if x <= a < y), (a, b))
         if _QUESTION.search(message[x:y].rstrip()) or _in_brackets(message, a):
             continue  # a question states no value; "[shares a photo of ...]" describes, it does not state
