@@ -776,9 +776,10 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
                 if who:
                     frame = replace(frame, subjects=frame.subjects - {UNRESOLVED} | {who[0]})
         if k and (not frame.words or (_PRONOUN_START_ZH if lang == "zh" else _PRONOUN_START_EN).match(frame.clause)
-                  or _announces(clauses[k - 1], x, marks, values, offset)):
+                  or not frame.nominal and _announces(clauses[k - 1], x, marks, values, offset)):
             # "it now lands at 8:30pm", "现在十四个人了": the clause is about what the one before named;
-            # "I switched dentists, I go to Dr. Okafor now": the change the one before announced
+            # "I switched dentists, I go to Dr. Okafor now": a clause that names nothing its value is of
+            # is about the change the one before announced
             pa, pb = clauses[k - 1]
             before = _frame(full, pa + offset, pb + offset, (), nominal, lang, me)
             frame = replace(frame, words=before.words + frame.words, nominal=before.nominal | frame.nominal,
@@ -851,7 +852,8 @@ def _unabbreviated(message: str) -> str:
 _QUESTION = re.compile(r"(?:[?？]|吗[。!！]?|呢[?？。]?)$")
 _SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？\n]+|$)")
 _PRONOUN_START_EN = re.compile(r"\s*(?:it|they|he|she|this|that)\b", _F)
-_PRONOUN_START_ZH = re.compile(r"\s*(?:它|他|她|这|那)(?!里|边|儿)")
+# ("这周", "那天", "这次" say when, not about what: no pronoun)
+_PRONOUN_START_ZH = re.compile(r"\s*(?:它|他|她|这|那)(?!里|边|儿|周|星期|礼拜|个?月|年|天|次|会)")
 
 
 def _slots(full: str, values: Sequence[Value], lang: str) -> tuple[Slot, ...]:
