@@ -113,6 +113,9 @@ class Slot:
     text: str
     words: frozenset[str]  # the slot read as words (a weak name that turns out to be a plain word)
     weak: bool
+    # (start, end, kind) of each of its values: a slot of dates and times may have words between its values
+    # ("Mondays at 10:00", "next week the vendor sync moves to 11:00"), which a mask must keep
+    parts: tuple[tuple[int, int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +261,12 @@ _STRONG_EN = re.compile(
     r"|mistyped|typo|i\s+meant|i\s+was\s+wrong)\b", _F)
 _WEAK_EN = re.compile(r"\b(?:now|new|newly|latest|update[sd]?|revised|starting|effective|as\s+of|going\s+forward|final"
                       r"|got\s+(?:moved|pushed|changed|bumped|cut|raised)|(?:is|are|'s|'re)\s+(?:at|up\s+to|down\s+to)(?=\s+\d))\b", _F)
+# Chinese change verbs by construction, not one by one: a verb of moving or altering with a resultative
+# complement that says where the value went ("搬到", "延到", "推迟到", "降至", "改成", "换成", "调为")
+_RESULT_ZH = (r"(?:推迟|延长|延后|调整|增加|减少|降低|提高|缩短|扩大|[改换搬挪推延调迁移转涨降减砍压拖缩扩升])(?:到|至)"
+              r"|(?:调整|[改换变转调升降])(?:成|为)")
 _STRONG_ZH = re.compile(
+    _RESULT_ZH + r"|换[\u4e00-\u9fff]{1,3}?了|卖了|卖掉|升职|晋升|加入了|辞了|"  # (the counterparts of "sold", "promoted", "joined", "quit")
     r"改到|改成|改为|改在|改约|改签|改由|换成|换到|换了|换号|换人|换邮箱|搬到|搬去|搬了|挪到|推迟|延期|延到|延迟|延误|提前|调到|调成"
     r"|调整|涨到|涨价|加到|扩到|降到|减到|砍到|压到|变成|变为|不再|接手|接任|离职|跳槽|转岗|转学|迁到|升级|定在|调走|辞职|退休"
     r"|不对|错了|口误|更正|纠正|我是说|我的意思是")
@@ -275,8 +283,13 @@ _CHANGED_TO_EN = re.compile(
     rf"|converted|turned)\b(?:\s+{_OBJECT}[\w'-]+){{0,4}}?\s+(?:over\s+)?(?:to|into)\s+(?P<v>[^,;:!?.]+)", _F)
 _INSTEAD_EN = re.compile(r"\b(?:is|are|am|'s|'m)\s+(?:now\s+)?(?:at|in|on|with)?\s*(?P<v>(?:the|a|an)\s+[^,;:!?.]+?)"
                          r"\s+instead\b", _F)
+# A role held at a named place ("I'm a senior analyst at Brightline", "我在腾讯当产品经理"): the role is the value
+# that changes (a promotion, a new job), the place stays; like a complement, it is weak (a change must be named).
+_ROLE_EN = re.compile(r"\b(?:i'm|i\s+am|(?:he|she)'s|(?:he|she)\s+is)\s+(?:now\s+)?(?:an?\s+|the\s+)?"
+                      r"(?P<v>(?-i:[a-z])[\w-]*(?:\s+(?-i:[a-z])[\w-]*){0,2}?)\s+(?:at|for|with)\s+(?=(?-i:[A-Z]))", _F)
+_ROLE_ZH = re.compile(r"在[^，。！？；,!?;在]{1,8}?(?:当|担任)(?P<v>[^，。！？；,!?;]{2,6}?)(?:了|呢)?$")
 _COMPLEMENT_EN = re.compile(r"\b(?:is|are|am|'s|'m)\s+(?:at|in|on|with)?\s*(?P<v>(?:the|a|an)\s+[^,;:!?.]+?)\s*$", _F)
-_CHANGED_TO_ZH = re.compile(r"(?:改到|改成|改为|改在|换成|换到|搬到|搬去|迁到|变成|变为|调到|挪到|转到|转学到|转岗到|换了家)"
+_CHANGED_TO_ZH = re.compile(r"(?:" + _RESULT_ZH + r"|改到|改成|改为|改在|换成|换到|搬到|搬去|迁到|变成|变为|调到|挪到|转到|转学到|转岗到|换了家)"
                             r"(?P<v>[^，。！？；,!?;]+?)(?:了|吧|啦|那家)?$")
 _COMPLEMENT_ZH = re.compile(r"(?:在|是)(?P<v>[^，。！？；,!?;在是]+?)(?:了|吧|呢)?$")
 # "Nothing changed": a restatement, whatever else it says.
@@ -603,8 +616,8 @@ def _phrase_value(full: str, a: int, b: int, values: Sequence[Value], lang: str)
     A phrase a change verb points at is ``weak=False``; the complement of a copula, which only an
     older statement offers, is ``weak=True``."""
     clause = full[a:b].rstrip()
-    patterns = ((_CHANGED_TO_ZH, False), (_COMPLEMENT_ZH, True)) if lang == "zh" else \
-        ((_CHANGED_TO_EN, False), (_INSTEAD_EN, False), (_COMPLEMENT_EN, True))
+    patterns = ((_CHANGED_TO_ZH, False), (_ROLE_ZH, True), (_COMPLEMENT_ZH, True)) if lang == "zh" else \
+        ((_CHANGED_TO_EN, False), (_INSTEAD_EN, False), (_ROLE_EN, True), (_COMPLEMENT_EN, True))
     for pattern, weak in patterns:
         m = pattern.search(clause)
         if m is None:
@@ -731,15 +744,16 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
     typed = _typed_values(message, offset, lang)
     names, typed, nominal, qualifying = _named_values(ex, full, offset, typed, speaker, lang)
     values = sorted(typed + names, key=lambda v: v.start)
-    sentences = [(m.start(), m.end()) for m in _SENTENCE.finditer(message)]
+    cut = _unabbreviated(message)  # (where sentences and clauses end; same offsets)
+    sentences = [(m.start(), m.end()) for m in _SENTENCE.finditer(cut)]
     marks = _marker_spans(message, sentences, lang)
-    clauses = _clauses(message, lang)
+    clauses = _clauses(cut, lang)
     out: list[Frame] = []
     shared: dict[str, Any] = {}  # what all frames of the text carry, computed for the first one
     for k, (a, b) in enumerate(clauses):
         a0, b0 = a + offset, b + offset
         vals = tuple(v for v in values if a0 <= v.start < b0)
-        vals = vals + _phrase_value(full, a0, b0, vals, lang)
+        vals = tuple(sorted(vals + _phrase_value(full, a0, b0, vals, lang), key=lambda v: v.start))
         x, y = next(((x, y) for x, y in sentences if x <= a < y), (a, b))
         if _QUESTION.search(message[x:y].rstrip()) or _in_brackets(message, a):
             continue  # a question states no value; "[shares a photo of ...]" describes, it does not state
@@ -761,8 +775,11 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
                 who = _words(owner.text, lang)
                 if who:
                     frame = replace(frame, subjects=frame.subjects - {UNRESOLVED} | {who[0]})
-        if k and (not frame.words or (_PRONOUN_START_ZH if lang == "zh" else _PRONOUN_START_EN).match(frame.clause)):
-            # "it now lands at 8:30pm", "现在十四个人了": the clause is about what the one before named
+        if k and (not frame.words or (_PRONOUN_START_ZH if lang == "zh" else _PRONOUN_START_EN).match(frame.clause)
+                  or not frame.nominal and _announces(clauses[k - 1], x, marks, values, offset)):
+            # "it now lands at 8:30pm", "现在十四个人了": the clause is about what the one before named;
+            # "I switched dentists, I go to Dr. Okafor now": a clause that names nothing its value is of
+            # is about the change the one before announced
             pa, pb = clauses[k - 1]
             before = _frame(full, pa + offset, pb + offset, (), nominal, lang, me)
             frame = replace(frame, words=before.words + frame.words, nominal=before.nominal | frame.nominal,
@@ -783,6 +800,15 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
                            names=frozenset(w for qa, qb in qualifying if a0 <= qa < b0 for w in _words(full[qa:qb], lang)),
                            text_names=shared["names"]))
     return tuple(out)
+
+
+def _announces(clause: tuple[int, int], sentence: int, marks: Sequence[tuple[int, int, bool]],
+               values: Sequence[Value], offset: int) -> bool:
+    """Whether a clause of the same sentence names a change and no value ("I switched dentists", "Got
+    promoted", "我换邮箱了"): it says what the next clause's value is the new value of."""
+    a, b = clause
+    return a >= sentence and any(a <= s < b and hard for s, _, hard in marks) and not any(
+        v.kind != PAST and a + offset <= v.start < b + offset for v in values)
 
 
 def _marker_spans(message: str, sentences: Sequence[tuple[int, int]], lang: str) -> list[tuple[int, int, bool]]:
@@ -813,10 +839,21 @@ def _fact_spans(ex: Extraction, full: str, values: Sequence[Value]) -> list[tupl
     return out
 
 
+#: The full stop of a title or an abbreviation ("Dr. Okafor", "St. Mary's", "e.g."), which ends no sentence
+#: or clause: cut there, "I go to Dr. Okafor now" loses its value to a clause of its own.
+_ABBREVIATION = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Mt|Jr|Sr|Rev|Capt|Lt|Sgt|vs|approx)\.(?=\s+\w)|\b(?:e\.g|i\.e)\.")
+
+
+def _unabbreviated(message: str) -> str:
+    """``message`` with the full stops of abbreviations blanked (same length: offsets stay valid)."""
+    return _ABBREVIATION.sub(lambda m: m.group()[:-1] + " ", message) if "." in message else message
+
+
 _QUESTION = re.compile(r"(?:[?？]|吗[。!！]?|呢[?？。]?)$")
 _SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？\n]+|$)")
 _PRONOUN_START_EN = re.compile(r"\s*(?:it|they|he|she|this|that)\b", _F)
-_PRONOUN_START_ZH = re.compile(r"\s*(?:它|他|她|这|那)(?!里|边|儿)")
+# ("这周", "那天", "这次" say when, not about what: no pronoun)
+_PRONOUN_START_ZH = re.compile(r"\s*(?:它|他|她|这|那)(?!里|边|儿|周|星期|礼拜|个?月|年|天|次|会)")
 
 
 def _slots(full: str, values: Sequence[Value], lang: str) -> tuple[Slot, ...]:
@@ -842,7 +879,7 @@ def _slots(full: str, values: Sequence[Value], lang: str) -> tuple[Slot, ...]:
         text = " ".join(v.text for v in g)
         out.append(Slot(kinds=frozenset(v.kind for v in g), norms=frozenset((v.kind, v.norm) for v in g), start=g[0].start,
                         end=g[-1].end, text=text, words=frozenset(_words(text, lang)),
-                        weak=all(v.weak for v in g)))
+                        weak=all(v.weak for v in g), parts=tuple((v.start, v.end, v.kind) for v in g)))
     return tuple(sorted(out, key=lambda s: s.start))
 
 
@@ -859,9 +896,13 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
     masked.append(full[pos:b])
     residual.append(full[pos:b])
     words = tuple(_words(_strip_markers("".join(residual), lang), lang))
+    agent = (_AGENT_ZH if lang == "zh" else _AGENT_EN).match(clause)
+    if agent is not None:  # who made the change is not what changed (see _AGENT_EN)
+        by = set(_words(agent.group("agent"), lang))
+        words = tuple(w for w in words if w not in by)
     nominal: set[str] = {w for w in words if len(w) > 1 and has_cjk(w)}
     for s, e in nominal_spans:
-        if a <= s and e <= b:
+        if a <= s and e <= b and (agent is None or s >= a + agent.end("agent")):
             span = "".join(" " if any(v.start <= k < v.end for v in values) else full[k] for k in range(s, e))
             nominal.update(_words(span, lang))
     subjects: set[str] = set()
@@ -899,6 +940,15 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
                  limit=limit)
 
 
+# Who made a change, in a clause that says so with a change verb and its object: "The airline rescheduled
+# my Lisbon flight to 9:15", "法务把续签截止日期延到四月三十号了" (the 把 construction: the agent, 把, what
+# it acted on).  The agent is not a qualifier of what changed: the flight is the flight, whoever moved it.
+_AGENT_EN = re.compile(
+    r"\s*(?P<agent>(?:the\s+|our\s+|my\s+)?[\w'-]+(?:\s+[\w'-]+)?)\s+(?:has\s+|have\s+|had\s+|just\s+)?"
+    r"(?:rescheduled|moved|pushed|postponed|delayed|extended|brought\s+forward|raised|cut|increased|reduced|lowered"
+    r"|bumped|shifted|switched|swapped|changed|renamed|upgraded|downgraded|relocated)\s+"
+    r"(?:my|our|the|his|her|their|its|your|this|that)\b", _F)
+_AGENT_ZH = re.compile(r"\s*(?P<agent>[^把，。,]{1,8}?)(?:已经|又|刚|刚刚|突然)?把(?=.*(?:" + _STRONG_ZH.pattern + "))")
 #: Fact attributes whose value is a name (a place, an employer), also when the tagger missed it.
 _NAME_FACTS = frozenset({"employer", "location", "origin", "name"})
 _THIRD_EN = re.compile(r"\b(?:his|her|their|its)\b(?!\s+own\b)", _F)

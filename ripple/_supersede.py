@@ -196,15 +196,17 @@ def _as_words(slot: _Value, other: FrameView) -> bool:
 
 
 def _value_change(old: FrameView, new: FrameView, marked: bool, old_words: Sequence[bool], new_words: Sequence[bool],
-                  same: Sequence[Sequence[bool]]
+                  same: Sequence[Sequence[bool]], attribute: bool = False
                   ) -> tuple[_Value | None, _Value | None, list[_Value], list[_Value]]:
     """``(old slot, new slot, old slots left, new slots left)``; (None, None, ...) when no single slot changed.
 
     A slot of the new frame equal to one of the old frame is shared.  A date or time the old frame
     has no counterpart for says when the change applies ("from next week", "this term"), not what.
     ``old_words`` / ``new_words``: which slots are read as words (:func:`_as_words`); ``same[a][b]``:
-    whether old slot ``a`` and new slot ``b`` hold the same value."""
-    strong = new.frame.strong
+    whether old slot ``a`` and new slot ``b`` hold the same value; ``attribute``: both clauses give their
+    value to one attribute of the fact rules ("The venue is the Marriott downtown" / "The venue is the Grand
+    Hyatt"), which says, as a named change does, that a phrase and a name are values of one kind."""
+    strong = new.frame.strong or attribute
     new_free = [s for b, s in enumerate(new.values) if not new_words[b] and s.free
                 and not any(row[b] for row in same)]
     old_free = [s for a, s in enumerate(old.values) if not old_words[a] and not any(same[a])]
@@ -322,7 +324,8 @@ def match(old_view: FrameView, new_view: FrameView, *, multi_valued: frozenset[s
     old_as_words = [_as_words(s, new_view) for s in olds]
     new_as_words = [_as_words(s, old_view) for s in news]
     same = [[_same_value(a, b) for b in news] for a in olds]
-    vo, vn, old_left, new_left = _value_change(old_view, new_view, marked, old_as_words, new_as_words, same)
+    vo, vn, old_left, new_left = _value_change(old_view, new_view, marked, old_as_words, new_as_words, same,
+                                               bool(shared_attrs))
     if vo is None or vn is None:
         return None
     old_value, new_value = vo.slot.text, vn.slot.text
@@ -394,8 +397,20 @@ def _mask(frame: Frame, slot: Slot | None) -> str:
     statements say apart from the value."""
     if slot is None:
         return frame.clause
-    a, b = slot.start - frame.start, slot.end - frame.start
-    return f"{frame.clause[:a]}{PLACEHOLDERS[min(slot.kinds)]}{frame.clause[b:]}".strip()
+    if not slot.parts:
+        a, b = slot.start - frame.start, slot.end - frame.start
+        return f"{frame.clause[:a]}{PLACEHOLDERS[min(slot.kinds)]}{frame.clause[b:]}".strip()
+    # each value masked apart: the words between the values of one slot ("From next week the vendor sync
+    # moves to 11:00") are what the statement says, not part of its value
+    out, pos = [], 0
+    for start, end, kind in slot.parts:
+        a, b = start - frame.start, end - frame.start
+        if a < pos:
+            continue
+        out += [frame.clause[pos:a], PLACEHOLDERS[kind]]
+        pos = b
+    out.append(frame.clause[pos:])
+    return "".join(out).strip()
 
 
 def grade(v: Verdict, dense: float, *, high: float = DENSE_HIGH, medium: float = DENSE_MEDIUM

@@ -124,3 +124,55 @@ def test_a_running_amount_is_told_apart_from_a_limit(extractor, text: str, runni
     """What was spent or used so far, or what is left, is measured against a limit; it is not one."""
     frames = frames_of(extractor.extract(text))
     assert frames and any(f.running for f in frames) == running
+
+
+def test_a_title_ends_no_clause(extractor) -> None:
+    """"Dr. Okafor" is one name: cut at its full stop, the value would sit in a clause of its own."""
+    (frame,) = frames_of(extractor.extract("I go to Dr. Okafor now."))
+    assert "Dr. Okafor" in frame.clause and [s.text for s in frame.slots] == ["Okafor"]
+
+
+@pytest.mark.parametrize("text,attribute", [
+    ("I switched dentists, I go to Dr. Okafor now.", "dentist"),
+    ("我换驾校了，现在去的是东方驾校。", "驾校"),
+])
+def test_a_change_announced_without_a_value_names_the_next_clause(extractor, text: str, attribute: str) -> None:
+    """"I switched dentists, I go to Dr. Okafor now": the first clause says what the second one's value is of."""
+    frames = frames_of(extractor.extract(text))
+    valued = [f for f in frames if f.slots]
+    assert valued and all(attribute in f.words or attribute in f.nominal for f in valued)
+
+
+@pytest.mark.parametrize("text,agent,kept", [
+    ("The airline rescheduled my Lisbon flight to 9:15.", "airline", "flight"),
+    ("The landlord raised our rent to 2,100 euros.", "landlord", "rent"),
+    ("法务把续签截止日期延到四月三十号了。", "法务", "续签"),
+    ("老板把我的工资涨到一万二了。", "老板", "工资"),
+])
+def test_who_made_a_change_is_not_what_changed(extractor, text: str, agent: str, kept: str) -> None:
+    """The agent of a change verb (and of the 把 construction) qualifies nothing: the flight is the flight."""
+    (frame,) = frames_of(extractor.extract(text))
+    assert agent not in frame.words and agent not in frame.nominal and kept in frame.words
+    assert agent not in frame.subjects
+
+
+@pytest.mark.parametrize("text", ["例会缩至周四。", "上线推迟到五月九号了。", "截止日期延后到月底。", "预算降为五万。",
+                                  "我换驾校了。", "高尔夫卖了。"])
+def test_chinese_change_verbs_by_construction(text: str) -> None:
+    """A verb of moving or altering with a resultative complement (V+到/至/成/为) names a change, without a list
+    of every such verb; and "卖了" is what "sold" is in English."""
+    assert change_markers(text, "zh", strong=True)
+
+
+@pytest.mark.parametrize("text", ["他提到了预算。", "我收到了五万。", "我们说到周三。"])
+def test_verbs_of_saying_or_receiving_name_no_change(text: str) -> None:
+    assert not change_markers(text, "zh", strong=True)
+
+
+@pytest.mark.parametrize("text,role", [
+    ("I'm a senior analyst at Brightline.", "senior analyst"),
+    ("我在腾讯当产品经理。", "产品经理"),
+])
+def test_a_role_held_at_a_named_place_is_a_value(extractor, text: str, role: str) -> None:
+    (frame,) = frames_of(extractor.extract(text))
+    assert role in [s.text for s in frame.slots] and len(frame.slots) == 2
