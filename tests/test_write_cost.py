@@ -135,3 +135,54 @@ def test_frame_view_flags_are_the_clause_tests_they_stand_for(text: str, lang: s
     for old, new in itertools.product(views, views):
         if not new.changeable:
             assert match(old, new) is None
+
+
+class _Switching:
+    """The default extractor, or (``plain``) the same without its entities: the same text parsed two ways."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.plain = inner, False
+
+    def extract_many(self, texts: list[str]) -> list[Any]:
+        import dataclasses
+
+        return [dataclasses.replace(e, entities=()) if self.plain else e for e in self.inner.extract_many(texts)]
+
+
+def test_frames_of_a_text_written_again_are_read_once_while_its_parse_is_the_same(
+        monkeypatch: pytest.MonkeyPatch, extractor: Any) -> None:
+    """A text written again (a chat's "same as usual", a template's sentence) keeps the frames read of
+    it, in a batch and across batches, as long as it is parsed the same; parsed otherwise, its frames
+    are read again, from the new parse."""
+    import extractors.frames as frames_module
+    from ripple import RippleSettings
+    from ripple._runtime import Runtime
+    from ripple.embedding import HashEmbedder
+    from ripple.models import AddItem
+
+    read: list[str] = []
+    plain_frames_of = frames_module.frames_of
+
+    def counting(ex: Any, **kw: Any) -> Any:
+        read.append(ex.text)
+        return plain_frames_of(ex, **kw)
+
+    monkeypatch.setattr(frames_module, "frames_of", counting)
+    texts = ["Maya took over the billing service from Max.", "张伟接手了计费服务，预算涨到六万了。"]
+    switching = _Switching(extractor)
+    runtime = Runtime(RippleSettings(), embedder=HashEmbedder(64), extractor=switching)
+    runtime.prepare([AddItem(text=t, user_id="u") for t in texts])
+    first = runtime.frames([texts[0], texts[1], texts[0]])  # a text twice in one call: read once
+    assert read == texts
+    runtime.prepare([AddItem(text=t, user_id="u") for t in [*texts, *texts]])  # written again, parsed the same
+    again = runtime.frames(texts)
+    assert read == texts and [again[0], again[1]] == [first[0], first[1]]
+    for (views, _), ex in zip(again, extractor.extract_many(texts)):
+        assert [v.frame for v in views] == list(plain_frames_of(ex))
+    switching.plain = True  # the same texts parsed otherwise (no entities): read again, from that parse
+    runtime.prepare([AddItem(text=t, user_id="u") for t in texts])
+    other = runtime.frames(texts)
+    assert read == [*texts, *texts]
+    for (views, _), ex in zip(other, switching.extract_many(texts)):
+        assert [v.frame for v in views] == list(plain_frames_of(ex))
+    assert [v.frame for v in other[0][0]] != [v.frame for v in first[0][0]]
