@@ -226,6 +226,28 @@ def _value_change(old: FrameView, new: FrameView, marked: bool, old_words: Seque
     return None, None, old_free, new_free
 
 
+def _same_by_new_slot(old: FrameView, new: FrameView, new_words: Sequence[bool]) -> list[list[bool]] | None:
+    """Which old slots hold the value of each new slot (``[b][a]``: the same-value matrix of
+    :func:`_value_change`, by new slot), or None as soon as a second new slot is known to hold a value
+    the old clause lacks: two values changed, what :func:`_value_change` concludes from the whole
+    matrix.  Why: on templated text most pair tests end there ("X just got promoted at Y" with both
+    names new: 8,700 of 13,595 on the synthetic store), and the rest of the matrix is not needed.
+
+    A changed slot is free, not read as words (``new_words``), equal to no old slot, and not a date
+    or time when the old clause has none (such a slot says when the change applies: it is left out
+    when more than one slot changed)."""
+    out: list[list[bool]] = []
+    changed = 0
+    for b, vn in enumerate(new.values):
+        column = [_same_value(vo, vn) for vo in old.values]
+        out.append(column)
+        if vn.free and not new_words[b] and not any(column) and (old.has_temporal or vn.kind != _TEMPORAL_KIND):
+            changed += 1
+            if changed > 1:
+                return None
+    return out
+
+
 def promising(frame: Frame) -> bool:
     """Whether a new clause can replace anything: it has a value other than a name, or names a
     change, or it is a short statement of a name ("I work at Globex"), or a marked one."""
@@ -321,9 +343,12 @@ def match(old_view: FrameView, new_view: FrameView, *, multi_valued: frozenset[s
         reasons.append(f"same attribute {sorted(shared_attrs)[0]!r}")
     marked = marked or bool(shared_attrs)
     olds, news = old_view.values, new_view.values
-    old_as_words = [_as_words(s, new_view) for s in olds]
     new_as_words = [_as_words(s, old_view) for s in news]
-    same = [[_same_value(a, b) for b in news] for a in olds]
+    by_new = _same_by_new_slot(old_view, new_view, new_as_words)
+    if by_new is None:
+        return None  # two values changed: two statements
+    old_as_words = [_as_words(s, new_view) for s in olds]
+    same = list(zip(*by_new)) if news else [() for _ in olds]  # same[a][b], by old slot
     vo, vn, old_left, new_left = _value_change(old_view, new_view, marked, old_as_words, new_as_words, same,
                                                bool(shared_attrs))
     if vo is None or vn is None:

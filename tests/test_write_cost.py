@@ -135,3 +135,122 @@ def test_frame_view_flags_are_the_clause_tests_they_stand_for(text: str, lang: s
     for old, new in itertools.product(views, views):
         if not new.changeable:
             assert match(old, new) is None
+
+
+class _Switching:
+    """The default extractor, or (``plain``) the same without its entities: the same text parsed two ways."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.plain = inner, False
+
+    def extract_many(self, texts: list[str]) -> list[Any]:
+        import dataclasses
+
+        return [dataclasses.replace(e, entities=()) if self.plain else e for e in self.inner.extract_many(texts)]
+
+
+def test_frames_of_a_text_written_again_are_read_once_while_its_parse_is_the_same(
+        monkeypatch: pytest.MonkeyPatch, extractor: Any) -> None:
+    """A text written again (a chat's "same as usual", a template's sentence) keeps the frames read of
+    it, in a batch and across batches, as long as it is parsed the same; parsed otherwise, its frames
+    are read again, from the new parse."""
+    import extractors.frames as frames_module
+    from ripple import RippleSettings
+    from ripple._runtime import Runtime
+    from ripple.embedding import HashEmbedder
+    from ripple.models import AddItem
+
+    read: list[str] = []
+    plain_frames_of = frames_module.frames_of
+
+    def counting(ex: Any, **kw: Any) -> Any:
+        read.append(ex.text)
+        return plain_frames_of(ex, **kw)
+
+    monkeypatch.setattr(frames_module, "frames_of", counting)
+    texts = ["Maya took over the billing service from Max.", "张伟接手了计费服务，预算涨到六万了。"]
+    switching = _Switching(extractor)
+    runtime = Runtime(RippleSettings(), embedder=HashEmbedder(64), extractor=switching)
+    runtime.prepare([AddItem(text=t, user_id="u") for t in texts])
+    first = runtime.frames([texts[0], texts[1], texts[0]])  # a text twice in one call: read once
+    assert read == texts
+    runtime.prepare([AddItem(text=t, user_id="u") for t in [*texts, *texts]])  # written again, parsed the same
+    again = runtime.frames(texts)
+    assert read == texts and [again[0], again[1]] == [first[0], first[1]]
+    for (views, _), ex in zip(again, extractor.extract_many(texts)):
+        assert [v.frame for v in views] == list(plain_frames_of(ex))
+    switching.plain = True  # the same texts parsed otherwise (no entities): read again, from that parse
+    runtime.prepare([AddItem(text=t, user_id="u") for t in texts])
+    other = runtime.frames(texts)
+    assert read == [*texts, *texts]
+    for (views, _), ex in zip(other, switching.extract_many(texts)):
+        assert [v.frame for v in views] == list(plain_frames_of(ex))
+    assert [v.frame for v in other[0][0]] != [v.frame for v in first[0][0]]
+
+
+_PAIRS = [  # (old, new, the pair test ends once two values are known changed, the verdict's level)
+    ("Renou Pekand just got promoted at Powath Health.", "Lashirian Gigom just got promoted at Kroudis Media.", True, None),
+    ("The team dinner is at Luigi's on Friday.", "The team dinner moved to Nando's on Saturday.", True, None),
+    # a date or time the old clause has no counterpart for says when: one value changed
+    ("I work at Initech.", "Starting Monday I work at Globex.", False, "high"),
+    ("张伟的预算是五万", "李娜的预算是八万", True, None),
+    ("我在腾讯工作", "从下周一起我在阿里巴巴工作", False, "high"),
+    ("预算是五万", "预算涨到六万了", False, "high"),
+]
+
+
+def _views(text: str, extractor: Any) -> list[Any]:
+    from extractors.frames import frames_of
+    from ripple._supersede import view
+
+    return [view(f) for f in frames_of(extractor.extract(text))]
+
+
+@pytest.mark.parametrize(("old", "new", "ends", "level"), _PAIRS)
+def test_a_pair_test_ends_at_the_second_changed_value(old: str, new: str, ends: bool, level: str | None,
+                                                      extractor: Any) -> None:
+    """Two slots of the new clause with values the old one lacks are two statements ("X just got
+    promoted at Y", both names new): the pair test stops there; a date the old clause has no
+    counterpart for is not a second change ("Starting Monday", "从下周一起")."""
+    from ripple._supersede import _as_words, _same_by_new_slot, match
+
+    ((o,), (n,)) = _views(old, extractor), _views(new, extractor)
+    assert (_same_by_new_slot(o, n, [_as_words(s, o) for s in n.values]) is None) == ends
+    v = match(o, n)
+    assert (v and v.level) == level
+
+
+_CORPUS = [
+    "Renou Pekand just got promoted at Powath Health.", "Lashirian Gigom just got promoted at Kroudis Media.",
+    "The team dinner is at Luigi's on Friday.", "The team dinner moved to Nando's on Saturday.",
+    "The team dinner moved to Nando's on Friday.",
+    "I work at Initech.", "Starting Monday I work at Globex.", "The Atlas go-live is May 2.",
+    "We pushed the Atlas go-live to May 9.", "Our budget for the offsite is 15,000 euros.",
+    "The budget is now 60k, and the deadline moved to June 20.", "Tom's phone number is 555-0142 and he is 34.",
+    "The sync moves to 11:00 on Thursdays from next week.", "Actually make it 12 seats, not 8.",
+    "Release v2.3 ships on May 2.", "Release v2.4 ships on May 9 in Berlin.", "Tom moved to Lisbon, Tom's team is 12 now.",
+    "张伟的预算是五万", "李娜的预算是八万", "张伟的预算涨到八万了", "我在腾讯工作", "从下周一起我在阿里巴巴工作", "例会在周三上午十点，三楼会议室",
+    "例会改到周五下午两点，五楼", "预算涨到六万了", "我们的预算是五万，已经花了四千", "我已经搬去成都了", "我住在武汉",
+    "版本V2发布日期是五月二号", "版本V3发布日期改到五月九号，在北京",
+]
+
+
+def test_the_pair_test_s_end_is_the_whole_slot_matrix_s_verdict(extractor: Any) -> None:
+    """The definition: with the whole same-value matrix, :func:`_value_change` finds no single changed
+    slot wherever the pair test stopped early; where it did not stop, the matrix is the whole one."""
+    from ripple._supersede import _as_words, _same_by_new_slot, _same_value, _value_change
+
+    views = [v for text in _CORPUS for v in _views(text, extractor)]
+    ended = 0
+    for old, new in itertools.product(views, views):
+        new_words = [_as_words(s, old) for s in new.values]
+        old_words = [_as_words(s, new) for s in old.values]
+        same = [[_same_value(a, b) for b in new.values] for a in old.values]
+        by_new = _same_by_new_slot(old, new, new_words)
+        if by_new is None:
+            ended += 1
+            for marked in (False, True):
+                assert _value_change(old, new, marked, old_words, new_words, same)[:2] == (None, None)
+        else:
+            assert by_new == [list(column) for column in zip(*same)] or not old.values
+    assert ended
