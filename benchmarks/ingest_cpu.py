@@ -33,10 +33,10 @@ def _jvm_cpu(pid: int | None) -> float:
 
 
 def _one(store: str | None, dataset: Any, pid: int | None, embedder: str | None, extractor: str | None,
-         ahead: bool | None = None) -> dict[str, Any]:
+         ahead: bool | None = None, dedup: bool = True) -> dict[str, Any]:
     from benchmarks.methods import make_method
 
-    method = make_method("ripple", store=store, embedder=embedder, extractor=extractor)
+    method = make_method("ripple", store=store, embedder=embedder, extractor=extractor, dedup=dedup)
     if ahead is not None:  # add_many's overlap forced on or off (ripple._ahead; the default follows the store)
         opened = method._open  # type: ignore[attr-defined]
 
@@ -75,6 +75,7 @@ def main() -> None:
                         help="comma-separated: embedded, neo4j (the default), neo4j-serial, neo4j-ahead")
     parser.add_argument("--embedder", default=None)
     parser.add_argument("--extractor", default=None)
+    parser.add_argument("--no-dedup", action="store_true", help="as the benchmark's --no-dedup (the issue's command)")
     args = parser.parse_args()
 
     from benchmarks.datasets import synthetic
@@ -86,7 +87,8 @@ def main() -> None:
     variants = [known[v] for v in args.variants.split(",")]
     for n in range(args.rounds):
         for store, ahead in (variants if n % 2 == 0 else variants[::-1]):
-            print(json.dumps({"round": n, **_one(store, dataset, pid, args.embedder, args.extractor, ahead)}),
+            print(json.dumps({"round": n, **_one(store, dataset, pid, args.embedder, args.extractor, ahead,
+                                                          not args.no_dedup)}),
                   flush=True)
 
 

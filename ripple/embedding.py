@@ -226,6 +226,8 @@ class SentenceTransformerEmbedder:
         self._batch_size = batch_size
         self.bf16 = _use_bf16(precision, device)
         self._lock = threading.Lock()
+        self._sharing = False  # a sharing_cores block is open: torch runs on one thread (see _encoding)
+        self._trace_lock = threading.Lock()  # (the trace is built once, also by an encode beside a sharing block)
         self._model: Any = None
         self._skip_ids: frozenset[int] = frozenset()
         self._special_ids: frozenset[int] = frozenset()
@@ -311,7 +313,9 @@ class SentenceTransformerEmbedder:
         failure or mismatch turns it off for good and the eager path answers.
         """
         if self._traced is None:
-            self._traced = self._build_trace(features)
+            with self._trace_lock:
+                if self._traced is None:
+                    self._traced = self._build_trace(features)
         if self._traced is False:
             return None
         return self._traced(features)
@@ -372,7 +376,7 @@ class SentenceTransformerEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) <= 2 and self._direct:
             return self.encode_with_tokens(texts)[0]
-        with self._lock, _threads_for(len(texts)), self._autocast():
+        with self._encoding(len(texts)):
             vecs = self._model.encode(
                 list(texts), batch_size=self._batch_size, normalize_embeddings=True, convert_to_numpy=True
             )
@@ -383,9 +387,29 @@ class SentenceTransformerEmbedder:
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32), []
-        with self._lock, _threads_for(len(texts)), self._autocast():
+        with self._encoding(len(texts)):
             outs = self._outputs(list(texts))
         return self._with_tokens(outs)
+
+    @contextlib.contextmanager
+    def _encoding(self, n_texts: int) -> Iterator[None]:
+        """The lock, torch threads and autocast of one encode.
+
+        Beside an open :meth:`sharing_cores` block the encode runs at once, on
+        the one torch thread the block set, instead of waiting for the block's
+        whole batch: on a server store ``add_many`` prepares batch n+1 in such a
+        block while the write of batch n encodes its new entity names, and that
+        write waited for the whole preparation (the overlap of :mod:`ripple._ahead`
+        was mostly lost).  The vectors do not depend on torch's thread count
+        (checked bitwise in tests/test_embedding.py), and the model
+        already answers several threads at once inside the block.
+        """
+        if self._sharing:
+            with self._autocast():
+                yield
+            return
+        with self._lock, _threads_for(n_texts), self._autocast():
+            yield
 
     @property
     def batch_size(self) -> int:
@@ -401,16 +425,18 @@ class SentenceTransformerEmbedder:
         op waits for the slowest of them; with one torch thread per caller the
         encoder has a core of its own, and once the extractor is done its
         thread encodes too (LoCoMo, 2 cores: 10-15 % faster preparation).
-        Other encodes wait until the block ends.
+        Other encodes run beside the block on its one thread (see :meth:`_encoding`).
         """
         import torch
 
         with self._lock:
             before = torch.get_num_threads()
             torch.set_num_threads(1)
+            self._sharing = True
             try:
                 yield self._encode_batch_shared
             finally:
+                self._sharing = False
                 torch.set_num_threads(before)
 
     def _encode_batch_shared(self, texts: Sequence[str]) -> tuple["np.ndarray", list["np.ndarray"]]:

@@ -118,3 +118,50 @@ def test_a_trace_that_fails_or_disagrees_is_not_used(monkeypatch, name: str, rep
     got = emb.encode(TEXTS[:1])
     assert emb._traced is False
     assert float(got[0] @ want[0]) > 0.9999
+
+
+def test_vectors_do_not_depend_on_torch_threads(embedder) -> None:
+    """An encode beside a sharing_cores block runs on its one thread: the vectors must be the same bitwise."""
+    import torch
+
+    names = ["Project Bluebird", "Northwind Traders", "Dana", "上海的王芳", "the Orion launch"]
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = [embedder.encode(names), embedder.encode(names[:1]), *embedder.encode_with_tokens(names[:2])[1]]
+        torch.set_num_threads(2)
+        two = [embedder.encode(names), embedder.encode(names[:1]), *embedder.encode_with_tokens(names[:2])[1]]
+    finally:
+        torch.set_num_threads(before)
+    for a, b in zip(one, two):
+        assert np.array_equal(a, b)
+
+
+def test_an_encode_does_not_wait_for_an_open_sharing_block(embedder) -> None:
+    """A write's entity names (or a query) are encoded while another thread prepares the next batch in a
+    sharing_cores block, with the vectors the same encode gives when no block is open."""
+    import threading
+
+    names = ["Northwind Traders", "王芳", "Project Bluebird"]
+    alone = [embedder.encode(names), embedder.encode(names[:1])]
+    opened, release, beside = threading.Event(), threading.Event(), []
+
+    def prepare_next_batch() -> None:
+        with embedder.sharing_cores() as encode:
+            encode(["Dana: the sprint ends on Friday."])
+            opened.set()
+            release.wait(60)
+
+    worker = threading.Thread(target=prepare_next_batch)
+    worker.start()
+    try:
+        assert opened.wait(60)
+        done = threading.Thread(target=lambda: beside.extend([embedder.encode(names), embedder.encode(names[:1])]))
+        done.start()
+        done.join(60)
+        assert not done.is_alive(), "the encode waited for the sharing block"
+    finally:
+        release.set()
+        worker.join(60)
+    for a, b in zip(alone, beside):
+        assert np.array_equal(a, b)
