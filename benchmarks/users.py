@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.datasets import PROJECT_ROOT, synthetic
+from graphstore.protocol import InProcessStore
 from benchmarks.metrics import latency_percentiles
 from benchmarks.methods import RippleMethod
 
@@ -83,7 +84,7 @@ def measure(n_users: int, per_user: int, n_queries: int, deletes: int, modes: li
     mem = method._mem
     out: dict[str, Any] = {"users": n_users, "memories": method.indexed_count(), "per_user": per_user,
                            "ingest_s": None if ingest_s is None else round(ingest_s, 1),
-                           "store": "neo4j" if store and "://" in store and not store.startswith("sqlite") else "embedded", "modes": {}}
+                           "store": "embedded" if isinstance(mem.store, InProcessStore) else "neo4j", "modes": {}}
     queries = list(ds.queries)
     for mode in modes:
         for q in queries[: min(20, len(queries))]:  # warm-up: caches, plans
