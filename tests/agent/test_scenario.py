@@ -151,8 +151,13 @@ def test_scenario_embedded(tmp_path: Path, embedder: Any, extractor: Any, lang: 
     _scenario("sqlite", tmp_path, embedder, extractor, lang, turns=LONG[lang])
 
 
+# On Neo4j the scenario runs once, in Chinese: the store under the agent layer is proven by the conformance
+# suite (graphstore/testing.py, English and Chinese ids) and every layer by tests/agent/test_layers.py on
+# both stores; this run is the whole stack end to end on the server, and Chinese is the language whose
+# text, ids and token estimates are the more likely to go wrong there.  The English run on Neo4j repeated
+# the same store calls with other text and cost 98 s of the suite's 2,254 (a loaded run, Dec 2).
 @pytest.mark.neo4j
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", ["zh"])
 def test_scenario_neo4j(tmp_path: Path, embedder: Any, extractor: Any, lang: str, neo4j_driver: Any) -> None:
     from tests.graphstore.test_neo4j import wipe
 
