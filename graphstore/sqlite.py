@@ -199,7 +199,7 @@ _MIGRATIONS: dict[int, list[_Migration]] = {
     # Version 5 -> 6 keys the edges by user first (see _EDGES_TABLE and graphstore.sqliterekey); the
     # indexes led by the user are created by the schema statements that follow every migration.
     5: [
-        lambda db: sqliterekey.rekey_edges(db, _EDGES_TABLE),
+        lambda db: sqliterekey.rekey_edges(db, _EDGES_TABLE, _REKEYED_INDEXES),
     ],
 }
 
@@ -212,6 +212,9 @@ _LOCK_WAIT = 30.0  # seconds a write waits for another connection's lock before 
 _TOUCH_WAIT = 1.0  # ... and a touch (a recall's access count is not worth a long wait)
 
 
+# (the indexes that migration 5 -> 6 builds on the rekeyed edges, and the entities' covering one, reporting each)
+_REKEYED_INDEXES = tuple(stmt.strip() for stmt in _SCHEMA.split(";")
+                         if re.search(r"INDEX IF NOT EXISTS (edges_|entities_user_id)", stmt))
 _SCHEMA_TABLES = tuple(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA))
 _SCHEMA_INDEXES = tuple(re.findall(r"CREATE INDEX IF NOT EXISTS (\w+)", _SCHEMA))
 

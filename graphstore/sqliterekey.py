@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 __all__ = ["rekey_edges"]
 
@@ -33,9 +33,10 @@ _LOUD_FROM = 100_000  # edges: a store this large says what it is doing (smaller
 _COLUMNS = "src, type, dst, predicate, user_id, weight, evidence, at"
 
 
-def rekey_edges(db: sqlite3.Connection, edges_table: str, *,
+def rekey_edges(db: sqlite3.Connection, edges_table: str, indexes: Sequence[str] = (), *,
                 progress: Callable[[int, int], None] | None = None) -> int:
-    """Copy ``edges`` into a table defined by ``edges_table`` (its body: columns and key) and swap them.
+    """Copy ``edges`` into a table defined by ``edges_table`` (its body: columns and key), swap them, and
+    create ``indexes`` (statements) on the new one.
 
     Runs inside the caller's transaction; returns the number of edges copied.
     ``progress(done, total)`` is called after each batch of users.
@@ -65,8 +66,14 @@ def rekey_edges(db: sqlite3.Connection, edges_table: str, *,
             next_report = done / total + 0.1
     if done != total:  # (the transaction holds the write lock: nothing else can have changed the table)
         raise sqlite3.DatabaseError(f"rewrote {done} of {total} edges; the store is left at version 5")
+    if loud:
+        _log.warning("schema version 6: edges copied (%.0f s); dropping the old table", time.monotonic() - started)
     db.execute("DROP TABLE edges")
     db.execute("ALTER TABLE edges_by_user RENAME TO edges")
+    for stmt in indexes:
+        if loud:
+            _log.warning("schema version 6: %s (%.0f s)", " ".join(stmt.split()[:6]), time.monotonic() - started)
+        db.execute(stmt)
     if loud:
         _log.warning("schema version 6: %s edges rewritten in %.0f s", f"{total:,}", time.monotonic() - started)
     return done

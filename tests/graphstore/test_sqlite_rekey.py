@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 
@@ -112,6 +113,7 @@ def test_a_version_5_store_is_rekeyed_in_place_with_every_edge_and_answer(tmp_pa
     messages = [r.getMessage() for r in caplog.records]
     assert "schema version 6" in messages[0] and "edges rewritten in" in messages[-1]
     assert any("% of the edges rewritten" in m for m in messages)
+    assert any("CREATE INDEX IF NOT EXISTS edges_dst" in m for m in messages)
     db = sqlite3.connect(path)
     assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
     assert [r[2] for r in db.execute("PRAGMA index_info(edges)")][:5] == ["user_id", "src", "type", "dst", "predicate"]
@@ -140,11 +142,11 @@ def test_a_migration_that_fails_midway_leaves_the_version_5_store_whole(tmp_path
     monkeypatch.setattr(sqliterekey, "_USERS_PER_STEP", 1)
     real = sqliterekey.rekey_edges
 
-    def fail_after_first_user(db: sqlite3.Connection, table: str, **kw: object) -> int:
+    def fail_after_first_user(db: sqlite3.Connection, table: str, indexes: Sequence[str] = ()) -> int:
         def progress(done: int, total: int) -> None:
             raise OSError("disk gone")  # after the first batch of users is copied
 
-        return real(db, table, progress=progress)
+        return real(db, table, indexes, progress=progress)
 
     monkeypatch.setattr(sqliterekey, "rekey_edges", fail_after_first_user)
     with pytest.raises(Exception, match="disk gone"):
@@ -166,11 +168,11 @@ def test_sigkill_mid_migration_leaves_the_version_5_store_whole(tmp_path: Path) 
         from graphstore.sqlite import SQLiteStore
         sqliterekey._USERS_PER_STEP = 2
         real = sqliterekey.rekey_edges
-        def killed(db, table, **kw):
+        def killed(db, table, indexes=()):
             def progress(done, total):
                 if done > total // 2:
                     os.kill(os.getpid(), signal.SIGKILL)
-            return real(db, table, progress=progress)
+            return real(db, table, indexes, progress=progress)
         sqliterekey.rekey_edges = killed
         SQLiteStore({str(path)!r})
     """)
