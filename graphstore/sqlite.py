@@ -165,6 +165,10 @@ _MEMORY_COLUMNS = (
 _N_MEMORY_COLUMNS = 20  # (vector columns, when read, follow)
 _VECTOR_COLUMNS = "embedding, token_vectors, multilingual"  # (in StoredMemory's order)
 
+# (the indexes that migration 5 -> 6 builds on the rekeyed edges, and the entities' covering one, reporting each)
+_REKEYED_INDEXES: tuple[str, ...] = tuple(stmt.strip() for stmt in _SCHEMA.split(";")
+                         if re.search(r"INDEX IF NOT EXISTS (edges_|entities_user_id)", stmt))
+
 # Version 1 -> 2 added the lifecycle columns (issue #5); their defaults describe an old memory exactly.
 # Version 2 -> 3 copies each memory's length into its postings: BM25 needs it for every posting, and
 # joining memories for it cost 67 ms against 10 ms for 10k postings at 100k memories.
@@ -212,9 +216,6 @@ _LOCK_WAIT = 30.0  # seconds a write waits for another connection's lock before 
 _TOUCH_WAIT = 1.0  # ... and a touch (a recall's access count is not worth a long wait)
 
 
-# (the indexes that migration 5 -> 6 builds on the rekeyed edges, and the entities' covering one, reporting each)
-_REKEYED_INDEXES = tuple(stmt.strip() for stmt in _SCHEMA.split(";")
-                         if re.search(r"INDEX IF NOT EXISTS (edges_|entities_user_id)", stmt))
 _SCHEMA_TABLES = tuple(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA))
 _SCHEMA_INDEXES = tuple(re.findall(r"CREATE INDEX IF NOT EXISTS (\w+)", _SCHEMA))
 
