@@ -6,7 +6,8 @@ see issue #2 and ``benchmarks/RESULTS.md``):
 * one-hop expansion of 50 memories takes ~1 ms and of 50 entities ~24 ms as one
   ``IN (...)`` query each way over an edges table keyed ``(src, type, dst)``
   with a covering index on ``(dst, type, src, weight, predicate, user_id)``; a full 3-hop recall
-  ~72 ms; opening the file ~1 ms;
+  ~72 ms; opening the file ~1 ms (since schema version 6 both keys start with ``user_id``, so that
+  one user's edges sit together and a recall does not read more pages as other users are added);
 * loading the same graph into networkx expands slightly faster but costs
   7-13 s and 300-600 MB on every open, which a CLI that opens the store per
   command cannot afford;
