@@ -6,7 +6,8 @@ see issue #2 and ``benchmarks/RESULTS.md``):
 * one-hop expansion of 50 memories takes ~1 ms and of 50 entities ~24 ms as one
   ``IN (...)`` query each way over an edges table keyed ``(src, type, dst)``
   with a covering index on ``(dst, type, src, weight, predicate, user_id)``; a full 3-hop recall
-  ~72 ms; opening the file ~1 ms;
+  ~72 ms; opening the file ~1 ms (since schema version 6 both keys start with ``user_id``, so that
+  one user's edges sit together and a recall does not read more pages as other users are added);
 * loading the same graph into networkx expands slightly faster but costs
   7-13 s and 300-600 MB on every open, which a CLI that opens the store per
   command cannot afford;
@@ -47,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ripple.errors import RippleError, SchemaError, StoreDamaged, StoreError, StoreUnavailable
 
-from . import sqlitefile, sqlitemaint
+from . import sqlitefile, sqlitemaint, sqliterekey
 from .protocol import ACTIVE
 from .records import (
     DocumentRecord,
@@ -69,8 +70,23 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteStore", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _CHUNK = 900  # stay far below SQLite's host-parameter limit
+
+# Every key of the edges (and the covering index of the entities) starts with the user: one user's rows
+# sit together in the file, so a recall's point lookups descend into the user's own pages instead of pages
+# shared with every other user (issue 18, "Many users"; the figures are in RELIABILITY.md).
+_EDGES_TABLE = """(
+    src TEXT NOT NULL,
+    type TEXT NOT NULL,
+    dst TEXT NOT NULL,
+    predicate TEXT NOT NULL DEFAULT '',
+    user_id TEXT NOT NULL,
+    weight REAL NOT NULL,
+    evidence TEXT,
+    at REAL,
+    PRIMARY KEY (user_id, src, type, dst, predicate)
+) WITHOUT ROWID"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -114,25 +130,16 @@ CREATE TABLE IF NOT EXISTS entities (
     embedding BLOB
 );
 CREATE INDEX IF NOT EXISTS entities_user_key ON entities (user_id, key);
+CREATE INDEX IF NOT EXISTS entities_user_id ON entities (user_id, id, degree, label, name);
 CREATE TABLE IF NOT EXISTS aliases (
     user_id TEXT NOT NULL, alias TEXT NOT NULL, entity_id TEXT NOT NULL,
     PRIMARY KEY (user_id, alias, entity_id)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS edges (
-    src TEXT NOT NULL,
-    type TEXT NOT NULL,
-    dst TEXT NOT NULL,
-    predicate TEXT NOT NULL DEFAULT '',
-    user_id TEXT NOT NULL,
-    weight REAL NOT NULL,
-    evidence TEXT,
-    at REAL,
-    PRIMARY KEY (src, type, dst, predicate)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS edges_dst ON edges (dst, type, src, weight, predicate, user_id);
+CREATE TABLE IF NOT EXISTS edges {edges_table};
+CREATE INDEX IF NOT EXISTS edges_dst ON edges (user_id, dst, type, src, weight, predicate);
 CREATE INDEX IF NOT EXISTS edges_user_type ON edges (user_id, type);
 DROP INDEX IF EXISTS edges_user;
-CREATE INDEX IF NOT EXISTS edges_predicate ON edges (src, predicate) WHERE type = 'RELATED';
+CREATE INDEX IF NOT EXISTS edges_predicate ON edges (user_id, src, predicate) WHERE type = 'RELATED';
 CREATE TABLE IF NOT EXISTS postings (
     user_id TEXT NOT NULL, term TEXT NOT NULL, memory_id TEXT NOT NULL, tf INTEGER NOT NULL,
     doc_len INTEGER NOT NULL DEFAULT 0,
@@ -150,7 +157,7 @@ CREATE TABLE IF NOT EXISTS documents (
     user_id TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, value TEXT NOT NULL, updated_at REAL NOT NULL,
     PRIMARY KEY (user_id, key)
 ) WITHOUT ROWID;
-"""
+""".replace("{edges_table}", _EDGES_TABLE)
 
 _MEMORY_COLUMNS = (
     "id, user_id, agent_id, session_id, text, at, created_at, kind, importance, status, "
@@ -158,6 +165,10 @@ _MEMORY_COLUMNS = (
 )
 _N_MEMORY_COLUMNS = 20  # (vector columns, when read, follow)
 _VECTOR_COLUMNS = "embedding, token_vectors, multilingual"  # (in StoredMemory's order)
+
+# (the indexes that migration 5 -> 6 builds on the rekeyed edges, and the entities' covering one, reporting each)
+_REKEYED_INDEXES: tuple[str, ...] = tuple(stmt.strip() for stmt in _SCHEMA.split(";")
+                         if re.search(r"INDEX IF NOT EXISTS (edges_|entities_user_id)", stmt))
 
 # Version 1 -> 2 added the lifecycle columns (issue #5); their defaults describe an old memory exactly.
 # Version 2 -> 3 copies each memory's length into its postings: BM25 needs it for every posting, and
@@ -168,7 +179,8 @@ _VECTOR_COLUMNS = "embedding, token_vectors, multilingual"  # (in StoredMemory's
 # Indexes need no version: every open creates the missing ones (and drops the replaced ones) in its
 # schema transaction.  edges_user_type replaced edges_user (user_id alone): listing one edge type of a
 # user (its open conflicts) read every edge of that user, 49 ms for 576 CONFLICTS among 51k edges.
-_MIGRATIONS = {
+_Migration = str | Callable[[sqlite3.Connection], object]  # a statement, or a function run in the transaction
+_MIGRATIONS: dict[int, list[_Migration]] = {
     1: [
         "ALTER TABLE memories ADD COLUMN confidence REAL NOT NULL DEFAULT 1.0",
         "ALTER TABLE memories ADD COLUMN mentions INTEGER NOT NULL DEFAULT 1",
@@ -188,6 +200,11 @@ _MIGRATIONS = {
     # is what every memory written before it is): the partial index keeps the probe for it cheap.
     4: [
         "ALTER TABLE memories ADD COLUMN multilingual BLOB",
+    ],
+    # Version 5 -> 6 keys the edges by user first (see _EDGES_TABLE and graphstore.sqliterekey); the
+    # indexes led by the user are created by the schema statements that follow every migration.
+    5: [
+        lambda db: sqliterekey.rekey_edges(db, _EDGES_TABLE, _REKEYED_INDEXES),
     ],
 }
 
@@ -316,8 +333,11 @@ class SQLiteStore:
         except (TypeError, ValueError):
             raise SchemaError(f"{target} has schema version {raw!r}, not a number") from None
         while version in _MIGRATIONS:  # an older store: bring it up to date in this transaction
-            for stmt in _MIGRATIONS[version]:
-                db.execute(stmt)
+            for step in _MIGRATIONS[version]:
+                if isinstance(step, str):
+                    db.execute(step)
+                else:
+                    step(db)
             version += 1
             db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))
         if version != SCHEMA_VERSION:
@@ -419,17 +439,12 @@ class SQLiteStore:
         touched_users = {m.user_id for m in batch.memories} | {e.user_id for e in batch.entities}
         with self._tx() as db:
             degree_delta: Counter[str] = Counter()
-            if replace_mentions_of:
-                for chunk in _chunks(list(replace_mentions_of)):
-                    rows = db.execute(
-                        f"SELECT dst FROM edges WHERE type=? AND src IN ({_qmarks(len(chunk))})",
-                        (EDGE_MENTIONS, *chunk),
-                    ).fetchall()
+            for user, ids in self._owners(db, replace_mentions_of).items():
+                for chunk in _chunks(ids):
+                    where = f"user_id=? AND src IN ({_qmarks(len(chunk))}) AND type=?"
+                    rows = db.execute(f"SELECT dst FROM edges WHERE {where}", (user, *chunk, EDGE_MENTIONS)).fetchall()
                     degree_delta.subtract(r[0] for r in rows)
-                    db.execute(
-                        f"DELETE FROM edges WHERE type=? AND src IN ({_qmarks(len(chunk))})",
-                        (EDGE_MENTIONS, *chunk),
-                    )
+                    db.execute(f"DELETE FROM edges WHERE {where}", (user, *chunk, EDGE_MENTIONS))
             if batch.memories:
                 self._remove_postings(db, [m.id for m in batch.memories])
                 db.executemany(
@@ -470,7 +485,7 @@ class SQLiteStore:
                 db.executemany(
                     "INSERT INTO edges (src, type, dst, predicate, user_id, weight, evidence, at)"
                     " VALUES (?,?,?,?,?,?,?,?)"
-                    " ON CONFLICT (src, type, dst, predicate) DO UPDATE SET"
+                    " ON CONFLICT (user_id, src, type, dst, predicate) DO UPDATE SET"
                     "  weight = CASE WHEN excluded.type = 'RELATED' THEN edges.weight + excluded.weight"
                     "           ELSE excluded.weight END,"
                     "  evidence = COALESCE(excluded.evidence, edges.evidence),"
@@ -482,17 +497,32 @@ class SQLiteStore:
             self._update_vector_caches(batch, touched_users)  # (dropped again if the commit fails)
 
     @staticmethod
+    def _owners(db: sqlite3.Connection, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The stored ones of ``memory_ids`` by their user (every key of the edges starts with the user).
+
+        Ids of no stored memory are left out: a memory's edges are written with it (an edge must end
+        at a stored node) and deleted with it, so such an id has no edges to find.
+        """
+        owners: dict[str, list[str]] = {}
+        for chunk in _chunks(list(dict.fromkeys(memory_ids))):
+            for mid, user in db.execute(f"SELECT id, user_id FROM memories WHERE id IN ({_qmarks(len(chunk))})", chunk):
+                owners.setdefault(user, []).append(mid)
+        return owners
+
+    @staticmethod
     def _new_mentions(db: sqlite3.Connection, edges: Sequence[EdgeRecord]) -> Counter[str]:
         """Per entity, how many of ``edges`` are MENTIONS edges not stored yet (what its degree gains)."""
-        wanted = {(x.src, x.dst, x.predicate) for x in edges if x.type == EDGE_MENTIONS}
+        wanted = {(x.user_id, x.src, x.dst, x.predicate) for x in edges if x.type == EDGE_MENTIONS}
         if not wanted:
             return Counter()
-        for chunk in _chunks(sorted({src for src, _, _ in wanted})):
-            wanted.difference_update(db.execute(
-                f"SELECT src, dst, predicate FROM edges WHERE type=? AND src IN ({_qmarks(len(chunk))})",
-                (EDGE_MENTIONS, *chunk),
-            ))
-        return Counter(dst for _, dst, _ in wanted)
+        for user in sorted({u for u, *_ in wanted}):
+            for chunk in _chunks(sorted({src for u, src, _, _ in wanted if u == user})):
+                wanted.difference_update((user, *r) for r in db.execute(
+                    f"SELECT src, dst, predicate FROM edges WHERE user_id=? AND src IN ({_qmarks(len(chunk))})"
+                    " AND type=?",
+                    (user, *chunk, EDGE_MENTIONS),
+                ))
+        return Counter(dst for _, _, dst, _ in wanted)
 
     @staticmethod
     def _adjust_degrees(db: sqlite3.Connection, delta: Counter[str]) -> None:
@@ -591,16 +621,17 @@ class SQLiteStore:
         with self._tx() as db:
             degree_delta: Counter[str] = Counter()
             self._remove_postings(db, ids)
-            for chunk in _chunks(ids):
-                q = _qmarks(len(chunk))
-                users.update(r[0] for r in db.execute(f"SELECT DISTINCT user_id FROM memories WHERE id IN ({q})", chunk))
-                degree_delta.subtract(
-                    r[0] for r in db.execute(f"SELECT dst FROM edges WHERE type=? AND src IN ({q})", (EDGE_MENTIONS, *chunk))
-                )
-                counts["edges"] += db.execute(f"DELETE FROM edges WHERE src IN ({q})", chunk).rowcount
-                counts["edges"] += db.execute(f"DELETE FROM edges WHERE dst IN ({q})", chunk).rowcount
-                counts["edges"] += db.execute(f"DELETE FROM edges WHERE evidence IN ({q})", chunk).rowcount
-                counts["memories"] += db.execute(f"DELETE FROM memories WHERE id IN ({q})", chunk).rowcount
+            owners = self._owners(db, ids)  # (the edges of an id that is no memory are not looked for: see _owners)
+            users.update(owners)
+            for user, owned in owners.items():
+                for chunk in _chunks(owned):
+                    q = _qmarks(len(chunk))
+                    degree_delta.subtract(r[0] for r in db.execute(
+                        f"SELECT dst FROM edges WHERE user_id=? AND src IN ({q}) AND type=?", (user, *chunk, EDGE_MENTIONS)))
+                    for end in ("src", "dst", "evidence"):  # (evidence: the user's edges, a range of the key)
+                        counts["edges"] += db.execute(f"DELETE FROM edges WHERE user_id=? AND {end} IN ({q})",
+                                                      (user, *chunk)).rowcount
+                    counts["memories"] += db.execute(f"DELETE FROM memories WHERE id IN ({q})", chunk).rowcount
             self._adjust_degrees(db, degree_delta)
             for u in users:
                 self._vectors.pop(u, None)
@@ -867,9 +898,9 @@ class SQLiteStore:
                                evidence=r[6], at=r[7])
                     for r in db.execute(
                         "SELECT src, type, dst, user_id, weight, predicate, evidence, at FROM edges"
-                        f" WHERE src IN ({_qmarks(len(chunk))}) AND type = 'RELATED'"
-                        f" AND predicate IN ({_qmarks(len(preds))}) AND user_id = ? ORDER BY src, predicate, dst",
-                        (*chunk, *preds, user_id),
+                        f" WHERE user_id = ? AND src IN ({_qmarks(len(chunk))}) AND type = 'RELATED'"
+                        f" AND predicate IN ({_qmarks(len(preds))}) ORDER BY src, predicate, dst",
+                        (user_id, *chunk, *preds),
                     )
                 )
         return out
@@ -893,23 +924,25 @@ class SQLiteStore:
         # Neighbor's order, so that rows become neighbours without a Python loop
         capped, cap_args = (" AND COALESCE(x.degree, 1) <= ?", (cap,)) if cap >= 0 else ("", ())
 
+        # (every lookup names the user: the edges' keys and the entities' covering index start with it)
         def joined(near: str, far: str, q: str) -> str:  # steps from `near` to `far`, with far's degree and label
             return (
                 f"SELECT e.{near}, e.{far}, e.type, e.weight, COALESCE(x.degree, 1), e.predicate,"
-                f" COALESCE(x.label, '') FROM edges e LEFT JOIN entities x ON x.id = e.{far}"
-                f" WHERE e.{near} IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?{capped}"
+                f" COALESCE(x.label, '') FROM edges e LEFT JOIN entities x ON x.user_id = e.user_id AND x.id = e.{far}"
+                f" WHERE e.user_id = ? AND e.{near} IN ({q}) AND e.type IN ({tq}){capped}"
             )
 
         with self._read() as db:
             for chunk in _chunks(ids, 400):
                 q = _qmarks(len(chunk))
                 if cap >= 0:  # hubs are neither entered nor left: drop them from the frontier first
-                    hubs = {r[0] for r in db.execute(f"SELECT id FROM entities WHERE id IN ({q}) AND degree > ?", (*chunk, cap))}
+                    hubs = {r[0] for r in db.execute(f"SELECT id FROM entities WHERE user_id = ? AND id IN ({q})"
+                                                     " AND degree > ?", (user_id, *chunk, cap))}
                     chunk = [i for i in chunk if i not in hubs]
                     if not chunk:
                         continue
                     q = _qmarks(len(chunk))
-                args = (*chunk, *types, user_id)
+                args = (user_id, *chunk, *types)
                 # outgoing (frontier is the source), then incoming: only RELATED edges start at an
                 # entity, so only they need the source's degree and label (the others start at memories)
                 queries = [(joined("src", "dst", q), args + cap_args)]
@@ -918,7 +951,7 @@ class SQLiteStore:
                 elif cap != 0:  # the other edges start at memories, of degree 1: a cap of 0 enters none
                     queries.append((
                         "SELECT e.dst, e.src, e.type, e.weight, 1, e.predicate, ''"
-                        f" FROM edges e WHERE e.dst IN ({q}) AND e.type IN ({tq}) AND +e.user_id = ?",
+                        f" FROM edges e WHERE e.user_id = ? AND e.dst IN ({q}) AND e.type IN ({tq})",
                         args,
                     ))
                 for sql, params in queries:
@@ -1070,9 +1103,9 @@ class SQLiteStore:
                 out.extend(db.execute(
                     "SELECT dst, src FROM (SELECT e.dst, e.src, ROW_NUMBER() OVER (PARTITION BY e.dst"
                     " ORDER BY m.at DESC, m.created_at DESC, m.id DESC) AS n FROM edges e JOIN memories m ON m.id = e.src"
-                    f" WHERE e.dst IN ({_qmarks(len(chunk))}) AND e.type = ? AND e.user_id = ?"
+                    f" WHERE e.user_id = ? AND e.dst IN ({_qmarks(len(chunk))}) AND e.type = ?"
                     f" AND m.status IN ({_qmarks(len(states))})) WHERE n <= ? ORDER BY dst, n",
-                    (*chunk, EDGE_MENTIONS, user_id, *states, per_entity),
+                    (user_id, *chunk, EDGE_MENTIONS, *states, per_entity),
                 ))
         return out
 

@@ -51,7 +51,8 @@ _EXPECTED: dict[str, tuple[str, str]] = {
 }
 DERIVED = (*_EXPECTED, "degrees")
 
-_DEGREE_OF = f"(SELECT count(*) FROM edges x WHERE x.dst = entities.id AND x.type = '{EDGE_MENTIONS}')"
+_DEGREE_OF = ("(SELECT count(*) FROM edges x WHERE x.user_id = entities.user_id AND x.dst = entities.id"
+              f" AND x.type = '{EDGE_MENTIONS}')")
 _WHAT = {
     "postings": "lexical postings (BM25)",
     "term_df": "document frequencies (BM25)",

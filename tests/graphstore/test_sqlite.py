@@ -19,6 +19,7 @@ from graphstore.protocol import GraphStore
 from graphstore.records import EDGE_NEXT, EdgeRecord, WriteBatch
 from graphstore.sqlite import SQLiteStore
 from graphstore.testing import BlockingStore, GraphStoreConformance, ThreadedAsyncStore, make_memory
+from tests.graphstore.test_sqlite_rekey import as_version_5
 from ripple.errors import ConfigError, StoreUnavailable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,6 +169,7 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
     s = SQLiteStore(path)
     s.write(WriteBatch(memories=[make_memory("m_old", text="Dana runs procurement", terms=("dana", "procurement"))]))
     s.close()
+    as_version_5(path)  # (its edges under version 5's keys)
     db = sqlite3.connect(path)  # turn it back into a version 1 file
     for col in ("confidence", "mentions", "last_seen", "valid_to", "pinned"):
         db.execute(f"ALTER TABLE memories DROP COLUMN {col}")
@@ -193,8 +195,8 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
         s.close()
     db = sqlite3.connect(path)
     assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
-    assert [r[2] for r in db.execute("PRAGMA index_info(edges_dst)")] == ["dst", "type", "src", "weight", "predicate",
-                                                                         "user_id"]
+    assert [r[2] for r in db.execute("PRAGMA index_info(edges_dst)")] == ["user_id", "dst", "type", "src", "weight",
+                                                                         "predicate"]
     db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
     db.commit()
     db.close()
