@@ -500,6 +500,22 @@ WITH m, row WHERE row.embedding IS NOT NULL
 CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
 """
 
+# Rewrites of memories that exist (a lifecycle decision on an older memory: a new status, confidence or
+# note; an update).  ``SET m = row.props`` would drop the embedding (it is not among the props) and
+# re-insert the unchanged vector into the vector index, and rewrite every property, the token vectors
+# too.  ``+=`` with the full map (absent fields are nulls, which remove) leaves the same properties as
+# ``=`` does, and Neo4j writes only the values that differ; the embedding is set only when it changed.
+_REWRITE_MEMORIES = """
+UNWIND $rows AS row
+MATCH (m:Memory {id: row.props.id})
+SET m += row.props
+FOREACH (_ IN CASE WHEN row.props.multilingual IS NULL THEN [] ELSE [1] END | SET m:Multilingual)
+FOREACH (_ IN CASE WHEN row.props.multilingual IS NULL THEN [1] ELSE [] END | REMOVE m:Multilingual)
+FOREACH (_ IN CASE WHEN row.embedding IS NULL THEN [1] ELSE [] END | REMOVE m.embedding)
+WITH m, row WHERE row.embedding IS NOT NULL AND (m.embedding IS NULL OR m.embedding <> row.embedding)
+CALL db.create.setNodeVectorProperty(m, 'embedding', row.embedding)
+"""
+
 _UPSERT_ENTITIES = """
 UNWIND $rows AS row
 MERGE (e:Entity {id: row.id})
@@ -524,7 +540,7 @@ def _upsert_edges_cypher(edge_type: str, *, new: bool = False, rows: str = "rows
     """Upsert the ``$rows`` edges of one type; returns the numbers (``row.n``) of the rows whose two ends exist.
 
     ``new``: every row joins a node created in the same transaction, so no such edge exists yet and
-    ``CREATE`` does what ``MERGE`` would (the rows must not repeat an edge: :func:`_fold_new_edges`);
+    ``CREATE`` does what ``MERGE`` would (the rows must not repeat an edge: :func:`_edge_parts`);
     MERGE costs two relationship scans between the ends and a lock per row."""
     src, dst = _EDGE_ENDS[edge_type]
     weight = "r.weight + row.weight" if edge_type == EDGE_RELATED else "row.weight"
@@ -564,7 +580,8 @@ def _subquery(cypher: str, rows: str) -> str:
 # effects of the clauses before them, as the separate statements did.
 _EDGE_PARTS = [(t, new, f"{t.lower()}_{'new' if new else 'old'}") for t in EDGE_TYPES for new in (False, True)]
 _WRITE_BATCH = (
-    _subquery(_UPSERT_MEMORIES, "memories") + _subquery(_ADD_POSTINGS, "postings") + _subquery(_ADD_TOTALS, "totals")
+    _subquery(_UPSERT_MEMORIES, "memories") + _subquery(_REWRITE_MEMORIES, "rewrites")
+    + _subquery(_ADD_POSTINGS, "postings") + _subquery(_ADD_TOTALS, "totals")
     + _subquery(_UPSERT_ENTITIES, "entities")
     + "".join(f"CALL () {{{_upsert_edges_cypher(t, new=new, rows=name, done=name)}}}\n" for t, new, name in _EDGE_PARTS)
     + _subquery(_RECOUNT_DEGREES.replace("$ids", "$rows"), "dirty")
@@ -578,23 +595,22 @@ def _edge_parts(
     """A batch's edge rows as the parameters of :data:`_WRITE_BATCH`'s edge parts, and for each row sent
     the numbers of the batch rows it stands for.
 
-    A row with an end in ``created`` (nodes the transaction creates) goes to its type's CREATE part, with
-    the other rows of the same edge folded into it as MERGE would apply them one after another (weights
-    add up on RELATED, the last weight wins elsewhere; a later evidence or time replaces an earlier one);
-    every other row goes to its type's MERGE part unchanged."""
+    The rows of one edge are folded into its first as MERGE would apply them one after another (weights
+    add up on RELATED, the last weight wins elsewhere; a later evidence or time replaces an earlier one):
+    a batch repeats the co-mention edges of its frequent names many times, and each MERGE of an edge
+    between two entities scans the RELATED edges of one of them.  A row with an end in ``created`` (nodes
+    the transaction creates) goes to its type's CREATE part, every other row to its type's MERGE part."""
     parts: dict[str, list[dict[str, Any]]] = {name: [] for _, _, name in _EDGE_PARTS}
     members: dict[int, list[int]] = {}
     folded: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for row in rows:
         members[row["n"]] = [row["n"]]
-        if row["src"] not in created and row["dst"] not in created:
-            parts[f"{row['type'].lower()}_old"].append(row)
-            continue
         key = (row["type"], row["src"], row["dst"], row["predicate"])
         into = folded.get(key)
         if into is None:
             folded[key] = dict(row)
-            parts[f"{row['type'].lower()}_new"].append(folded[key])
+            new = row["src"] in created or row["dst"] in created
+            parts[f"{row['type'].lower()}_{'new' if new else 'old'}"].append(folded[key])
             continue
         members[into["n"]].append(members.pop(row["n"])[0])
         into["weight"] = into["weight"] + row["weight"] if row["type"] == EDGE_RELATED else row["weight"]
@@ -604,11 +620,15 @@ def _edge_parts(
     return parts, members
 
 
-# which of a batch's memories and entities exist already (the others are created by its write)
+# which of a batch's memories and entities exist already (the others are created by its write), with the
+# status and terms of each memory (what its postings are now: a rewrite that keeps both keeps them)
 _EXISTING = """
-CALL () { UNWIND $memories AS id MATCH (m:Memory {id: id}) RETURN collect(id) AS memories }
+CALL () {
+    UNWIND $memories AS id MATCH (m:Memory {id: id})
+    RETURN collect(id) AS memories, collect([m.status = 'active', m.terms]) AS indexed
+}
 CALL () { UNWIND $entities AS id MATCH (e:Entity {id: id}) RETURN collect(id) AS entities }
-RETURN memories, entities
+RETURN memories, indexed, entities
 """
 
 # (rows of distinct ids in id order, each with its count: concurrent touches then lock shared memories in
@@ -1097,6 +1117,18 @@ def _posting_rows(memories: Sequence[tuple[str, str, Sequence[str]]]) -> tuple[l
     return rows, [{"user": u, "n": n, "len": length} for u, (n, length) in sorted(totals.items())]
 
 
+def _reindexed(memories: Sequence[StoredMemory], was: dict[str, list[Any]]) -> list[StoredMemory]:
+    """The memories of a write whose postings change: new ones, and those that exist (``was``: id ->
+    [indexed now, terms now]) unless they stay as indexed (active or not) with the same terms."""
+    out = []
+    for m in memories:
+        old = was.get(m.id)
+        if old is not None and bool(old[0]) == (m.status == ACTIVE) and (not old[0] or list(old[1] or ()) == list(m.terms)):
+            continue
+        out.append(m)
+    return out
+
+
 def _posting_tuples(groups: Iterable[tuple[str, Sequence[str], Sequence[int], Sequence[int]]]) -> list[tuple[str, str, int, int]]:
     """Postings collected per term as ``(term, memory_id, tf, doc_len)`` rows, terms in sorted order
     (as the embedded store returns them: BM25 adds a memory's terms in this order)."""
@@ -1349,7 +1381,6 @@ class _Neo4jCore:
                 yield from self._plan_vector_index(label, dim)
         memories = list({m.id: m for m in batch.memories}.values())  # the last record of an id wins
         memory_rows = [_memory_row(m) for m in sorted(memories, key=lambda m: m.id)]  # (locked in id order)
-        postings, totals = _posting_rows([(m.id, m.user_id, m.terms) for m in memories if m.status == ACTIVE])
         entity_rows = [_entity_row(e) for e in sorted(batch.entities, key=lambda e: e.id)]  # (an id's rows in order)
         edge_rows: list[dict[str, Any]] = [
             {"n": n, "type": x.type, "src": x.src, "dst": x.dst, "predicate": x.predicate, "user_id": x.user_id,
@@ -1364,8 +1395,12 @@ class _Neo4jCore:
             if replace:
                 dirty.update((yield _Stmt(_DROP_MENTIONS, {"ids": replace}))[0]["dirty"])
             existing = (yield _Stmt(_EXISTING, ids))[0] if edge_rows or memory_rows else {}
-            if existing and existing["memories"]:  # (a new memory has no postings to remove)
-                yield _Stmt(_REMOVE_POSTINGS, {"ids": existing["memories"]})
+            was = dict(zip(existing["memories"], existing["indexed"])) if existing else {}
+            reindex = _reindexed(memories, was)
+            unindex = [m.id for m in reindex if m.id in was]  # (a new memory has no postings to remove)
+            if unindex:
+                yield _Stmt(_REMOVE_POSTINGS, {"ids": unindex})
+            postings, totals = _posting_rows([(m.id, m.user_id, m.terms) for m in reindex if m.status == ACTIVE])
             created = ({*ids["memories"], *ids["entities"]} - {*existing["memories"], *existing["entities"]}
                        if existing else set())
             parts, members = _edge_parts(edge_rows, created)
@@ -1373,7 +1408,9 @@ class _Neo4jCore:
             if not (memory_rows or entity_rows or edge_rows or dirty):
                 return revs
             done = (yield _Stmt(_WRITE_BATCH, {
-                "memories": memory_rows, "postings": postings, "totals": totals, "entities": entity_rows,
+                "memories": [r for r in memory_rows if r["props"]["id"] not in was],
+                "rewrites": [r for r in memory_rows if r["props"]["id"] in was],
+                "postings": postings, "totals": totals, "entities": entity_rows,
                 **parts, "dirty": sorted(dirty)}))[0]
             stored = {n for _, _, name in _EDGE_PARTS for first in done[name] for n in members[first]}
             missing = [r for r in edge_rows if r["n"] not in stored]

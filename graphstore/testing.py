@@ -358,6 +358,21 @@ class GraphStoreConformance:
         rel = [n for n in store.expand("u1", ["e_dana"], [EDGE_RELATED]) if n.target == "e_nw"]
         assert len(rel) == 1 and rel[0].weight == pytest.approx(2.0) and rel[0].predicate == "work_at"
 
+    def test_repeated_edges_of_one_batch_apply_in_order(self, store: GraphStore) -> None:
+        """One batch repeating an edge between existing nodes: RELATED weights add up, the last evidence
+        and time given win (an edge row without them keeps the earlier ones), as separate writes would."""
+        self._seed_graph(store)
+        rows = [EdgeRecord("e_dana", EDGE_RELATED, "e_nw", "u1", w, predicate="co_mention", evidence=ev, at=at)
+                for w, ev, at in ((0.5, "m_1", 10.0), (0.25, "m_2", None), (1.0, None, 30.0))]
+        again = EdgeRecord("e_dana", EDGE_RELATED, "e_nw", "u1", 0.5, predicate="work_at")  # (seeded: 1.0, m_1)
+        store.write(WriteBatch(edges=[*rows, again, again, mention("m_1", "e_zw"), mention("m_1", "e_zw")]))
+        got = {(e.src, e.dst, e.predicate): e for e in store.list_edges("u1", [EDGE_RELATED, EDGE_MENTIONS])}
+        co, work = got[("e_dana", "e_nw", "co_mention")], got[("e_dana", "e_nw", "work_at")]
+        assert (co.weight, co.evidence, co.at) == (pytest.approx(1.75), "m_2", 30.0)
+        assert (work.weight, work.evidence) == (pytest.approx(2.0), "m_1")
+        assert got[("m_1", "e_zw", "")].weight == 1.0
+        assert entity_degrees(store, ["e_zw"])["e_zw"] == 2
+
     def test_entities_by_key_and_alias(self, store: GraphStore) -> None:
         self._seed_graph(store)
         assert [e.id for e in store.get_entities("u1", ["dana whitfield"])] == ["e_dana"]
@@ -549,6 +564,31 @@ class GraphStoreConformance:
         assert store.postings("u1", ["invoice"]) == []
         store.set_status(["m_2"], ACTIVE)
         assert store.lexical_stats("u1", ["invoice"])[2] == {"invoice": 1}
+
+    def test_rewrites_keep_postings_and_vectors_exact(self, store: GraphStore) -> None:
+        """A memory written again (a lifecycle rewrite) is indexed as its new record says, whether its
+        terms, status or vector changed or not (stores may skip the work of what did not change)."""
+        from dataclasses import replace
+
+        a = make_memory("m_a", text="茶 tea 北京", vec=unit_vector(1, 0))
+        store.write(WriteBatch(memories=[a, make_memory("m_b", text="tea", vec=unit_vector(0, 1))]))
+        before = (store.lexical_stats("u1", ["tea", "北京"]), sorted(store.postings("u1", ["tea", "北京"])))
+        store.write(WriteBatch(memories=[replace(a, confidence=0.5, metadata_json='{"n": "重写"}')]))
+        assert (store.lexical_stats("u1", ["tea", "北京"]), sorted(store.postings("u1", ["tea", "北京"]))) == before
+        assert [h[0] for h in store.nearest_memories("u1", unit_vector(1, 0), 1)] == ["m_a"]
+        (got,) = store.get_memories(["m_a"], with_vectors=True)
+        assert (got.confidence, got.metadata_json, got.embedding) == (0.5, '{"n": "重写"}', a.embedding)
+        store.write(WriteBatch(memories=[replace(a, status=SUPERSEDED)]))
+        n, _, df = store.lexical_stats("u1", ["tea", "北京"])
+        assert (n, df) == (1, {"tea": 1}) and store.postings("u1", ["北京"]) == []
+        store.write(WriteBatch(memories=[replace(a, terms=("coffee", "咖啡"))]))  # active again, other terms
+        n, _, df = store.lexical_stats("u1", ["tea", "北京", "coffee", "咖啡"])
+        assert (n, df) == (2, {"tea": 1, "coffee": 1, "咖啡": 1})
+        assert sorted(store.postings("u1", ["coffee", "tea"])) == [("coffee", "m_a", 1, 2), ("tea", "m_b", 1, 1)]
+        moved = unit_vector(0.6, 0.8)
+        store.write(WriteBatch(memories=[replace(a, terms=("coffee", "咖啡"), embedding=moved.tobytes())]))
+        hits = store.nearest_memories("u1", moved, 2)
+        assert hits[0][0] == "m_a" and hits[0][1] == pytest.approx(1.0, abs=1e-3)
 
     def test_lexical_totals_survive_upserts_and_duplicates(self, store: GraphStore) -> None:
         """A term-less memory counts once however often it is upserted; a repeated id counts once."""
