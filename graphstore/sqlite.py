@@ -202,7 +202,8 @@ _MIGRATIONS: dict[int, list[_Migration]] = {
         "ALTER TABLE memories ADD COLUMN multilingual BLOB",
     ],
     # Version 5 -> 6 keys the edges by user first (see _EDGES_TABLE and graphstore.sqliterekey); the
-    # indexes led by the user are created by the schema statements that follow every migration.
+    # migration builds the indexes led by the user itself, so that a big store reports each build (the
+    # schema statements that follow every migration then find them).
     5: [
         lambda db: sqliterekey.rekey_edges(db, _EDGES_TABLE, _REKEYED_INDEXES),
     ],
