@@ -47,6 +47,20 @@ def test_the_second_held_out_split_covers_every_class_in_both_languages_and_is_l
     assert selected("dev2", "all") and selected("heldout", "all") and not selected("dev", "heldout")
 
 
+def test_the_third_held_out_split_is_as_broad_has_its_own_ids_and_is_left_out_of_all() -> None:
+    items = load_items(DATA)
+    fresh = [i for i in items if i.split == "heldout3"]
+    langs = Counter(i.lang for i in fresh)
+    assert langs["en"] == langs["zh"] >= 60
+    classes = {i.cls for i in items if i.split == "dev"}
+    for lang in ("en", "zh"):
+        assert {i.cls for i in fresh if i.lang == lang} == classes, lang
+    assert all(i.id.split("-")[1].startswith("4") for i in fresh)  # ids en-4p01...: no clash with the older splits
+    assert all(i.split == "heldout3" for i in items if i.id.split("-")[1].startswith("4"))
+    assert "heldout3" in SPLITS and "heldout3" in SEALED
+    assert selected("heldout3", "heldout3") and not selected("heldout3", "all") and not selected("heldout3", "heldout2")
+
+
 def _item(n: int, supersedes: tuple[tuple[int, int], ...]) -> Item:
     at = datetime(2026, 1, 1, tzinfo=timezone.utc)
     status = tuple("superseded" if k in {b for _, b in supersedes} else "active" for k in range(n))
