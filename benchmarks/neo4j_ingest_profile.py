@@ -72,34 +72,14 @@ def _walk(plan: Any, out: list[tuple[str, int, int]]) -> int:
     return hits + sum(_walk(child, out) for child in plan.get("children", []) or [])
 
 
-def _statement_names(backend: Any) -> list[tuple[str, str]]:
-    """(Cypher, constant name) of every statement the backend module defines (dicts and lists walked)."""
-    out: list[tuple[str, str]] = []
-
-    def walk(name: str, value: Any) -> None:
-        if isinstance(value, str) and any(w in value for w in ("MATCH", "CALL", "UNWIND", "MERGE")):
-            out.append((value, name))
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                walk(f"{name}[{k}]", v)
-        elif isinstance(value, (list, tuple)):
-            for i, v in enumerate(value):
-                walk(f"{name}[{i}]", v)
-
-    for name, value in vars(backend).items():
-        if name.startswith("_") and name.isupper():
-            walk(name, value)
-    return out
-
-
 def _install(ledger: _Ledger) -> None:
     """Patch the store's statement runner and the driver's commit to record into ``ledger``."""
     import graphstore.neo4j as backend
     from neo4j._sync.work.transaction import Transaction
 
-    from benchmarks.neo4j_profile import _name_of
+    from benchmarks.neo4j_profile import _name_of, _statement_names
 
-    known = _statement_names(backend)
+    known = _statement_names()
     names: dict[str, str] = {}
 
     def run_body(tx: Any, body: Any) -> Any:
@@ -116,7 +96,7 @@ def _install(ledger: _Ledger) -> None:
             name = names.get(stmt.cypher) or names.setdefault(stmt.cypher, _name_of(stmt.cypher, known))
             profiled = ledger.profile and ledger.on and not stmt.cypher.lstrip().upper().startswith(("CREATE ", "DROP ", "SHOW "))
             c0, t0 = _jvm_cpu(ledger.pid), time.perf_counter()
-            result = tx.run(("PROFILE " if profiled else "") + stmt.cypher, stmt.params)
+            result = tx.run(("PROFILE " if profiled else "") + stmt.cypher, stmt.params)  # (PROFILE CYPHER ... is valid)
             rows = list(result)
             summary = result.consume()
             wall, cpu = time.perf_counter() - t0, _jvm_cpu(ledger.pid) - c0
