@@ -172,7 +172,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=2000)
     parser.add_argument("--store", required=True, help="the Neo4j URI (bolt://...)")
     parser.add_argument("--neo4j-pid-file", type=Path, default=None, help="the server's pid file (server CPU)")
-    parser.add_argument("--embedder", default="hash-384")
+    parser.add_argument("--embedder", default="hash-384", help="'default' for the default embedder")
     parser.add_argument("--extractor", default="gazetteer", help="'default' for the default extractor")
     parser.add_argument("--no-dedup", action="store_true")
     parser.add_argument("--profile", action="store_true", help="run every statement as PROFILE (db hits)")
@@ -192,7 +192,8 @@ def main() -> None:
     dataset = synthetic(args.size, n_users=1, n_queries=1)
     users = sorted({d.user_id for d in dataset.docs})
     extractor = None if args.extractor == "default" else args.extractor
-    method = make_method("ripple", store=args.store, embedder=args.embedder, extractor=extractor,
+    embedder = None if args.embedder == "default" else args.embedder
+    method = make_method("ripple", store=args.store, embedder=embedder, extractor=extractor,
                          dedup=not args.no_dedup)
     method.prepare()  # type: ignore[attr-defined]  # model loading is not ingest
     meter = BoltMeter()
