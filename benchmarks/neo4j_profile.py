@@ -155,6 +155,7 @@ def _statement_names() -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
 
     def walk(name: str, value: Any) -> None:
+        value = getattr(value, "cypher", value)  # (a statement planned once: graphstore.neo4j._Planned)
         if isinstance(value, str) and ("MATCH" in value or "CALL" in value or "UNWIND" in value):
             out.append((value, name))
         elif isinstance(value, dict):
@@ -165,7 +166,7 @@ def _statement_names() -> list[tuple[str, str]]:
                 walk(f"{name}[{i}]", v)
 
     for name, value in vars(backend).items():
-        if name.startswith("_") and name.isupper() is False and name[1:].replace("_", "").isupper():
+        if name.startswith("_") and name[1:].replace("_", "").isupper():
             walk(name, value)
     return out
 

@@ -213,6 +213,37 @@ class _Stmt:
 
 _Body = Generator[_Stmt, "list[Record]", T]
 
+_PARAMETER = re.compile(r"\$(\w+)")
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    """A statement the server plans once and keeps: its parameters travel in one map (``$p``) and it runs
+    with ``CYPHER replan=skip``.
+
+    Why: planning, not running, was most of the server's work in an ingest (benchmarks/RESULTS.md, "Neo4j
+    ingest: statements planned once").  Neo4j keys its plan cache on the statement text *and* on the type of
+    every parameter, where a list's type includes its size on a log-10 scale (0, 1, 2-9, 10-99, ...): the
+    batch write, with 18 lists of which any may be empty, was planned anew for each new combination, ~2 s of
+    server time each, and a read with a list of ids once per size class.  A map parameter's type is just
+    "map", so the statement text alone picks the plan.  And each time the graph's counts moved by more than
+    the server's divergence threshold (an ingest into a new store doubles them again and again) the plan was
+    made again; ``replan=skip`` keeps a valid plan (a schema change still invalidates it).  Only for
+    statements whose plan the statistics cannot improve: each starts from nodes an index seek finds by the
+    keys the statement names (an id, a user's session or alias), and reaches every other node by expanding
+    from those (checked on an empty store: ``tests/graphstore/test_neo4j.py``, and the plans made on an
+    empty store were the ones made on a populated one, operator for operator).
+    """
+
+    cypher: str
+
+    @classmethod
+    def of(cls, cypher: str) -> "_Planned":
+        return cls("CYPHER replan=skip\n" + _PARAMETER.sub(r"$p.\1", cypher.strip()) + "\n")
+
+    def __call__(self, **params: Any) -> _Stmt:
+        return _Stmt(self.cypher, {"p": params})
+
 
 @dataclass(frozen=True, slots=True)
 class _Tx:
@@ -268,6 +299,11 @@ def _read(cypher: str, **params: Any) -> _Tx:
     return _one(False, cypher, params)
 
 
+def _reading(stmt: _Stmt) -> _Tx:
+    """A read transaction of one statement (a :class:`_Planned` one's), returning its records."""
+    return _one(False, stmt.cypher, stmt.params)
+
+
 def _write(cypher: str, **params: Any) -> _Tx:
     """A write transaction of one statement, returning its records."""
     return _one(True, cypher, params)
@@ -277,7 +313,7 @@ def _bump(users: Sequence[str]) -> _Body[dict[str, Revision]]:
     """Bump the revisions of ``users`` (the first statement of a write transaction); their new revisions."""
     if not users:
         return {}
-    rows = yield _Stmt(_BUMP_REVISIONS, {"users": list(users)})
+    rows = yield _BUMP_REVISIONS(users=list(users))
     return {str(u): (str(epoch), int(rev)) for u, epoch, rev in rows[0]["revs"]}
 
 
@@ -395,7 +431,7 @@ RETURN collect(DISTINCT e.id) AS dirty
 """
 
 # Undo the postings and totals of memories that are active now (they are the ones indexed).
-_REMOVE_POSTINGS = """
+_REMOVE_POSTINGS = _Planned.of("""
 UNWIND $ids AS id
 MATCH (m:Memory {id: id}) WHERE m.status = 'active'
 WITH m.user_id AS user, collect(m) AS ms, count(m) AS n, sum(m.doc_len) AS len
@@ -410,7 +446,7 @@ DELETE p
 WITH DISTINCT t
 WHERE NOT EXISTS { (t)-[:POSTING]->() }
 DELETE t
-"""
+""")
 
 _ADD_POSTINGS = """
 UNWIND $rows AS row
@@ -446,13 +482,13 @@ SET x.n_docs = n_docs + row.n, x.total_len = total_len + row.len
 # sorted order: writers of one user queue on it).  The epoch is new with each Lexicon node, so a user
 # deleted and written again never has a revision of before.  (``SET x.rev = x.rev + 1`` takes the
 # node's write lock before it reads, so concurrent writers never lose a bump.)
-_BUMP_REVISIONS = """
+_BUMP_REVISIONS = _Planned.of("""
 UNWIND $users AS user
 MERGE (x:Lexicon {user_id: user})
 ON CREATE SET x.n_docs = 0, x.total_len = 0
 SET x.epoch = coalesce(x.epoch, randomUUID()), x.rev = coalesce(x.rev, 0) + 1
 RETURN collect([user, x.epoch, x.rev]) AS revs
-"""
+""")
 _BUMP_EXISTING = """
 MATCH (x:Lexicon {user_id: $user})
 SET x.epoch = coalesce(x.epoch, randomUUID()), x.rev = coalesce(x.rev, 0) + 1
@@ -579,7 +615,7 @@ def _subquery(cypher: str, rows: str) -> str:
 # this transaction (CREATE), then the degrees of the entities whose MENTIONS changed.  Clauses see the
 # effects of the clauses before them, as the separate statements did.
 _EDGE_PARTS = [(t, new, f"{t.lower()}_{'new' if new else 'old'}") for t in EDGE_TYPES for new in (False, True)]
-_WRITE_BATCH = (
+_WRITE_BATCH = _Planned.of(
     _subquery(_UPSERT_MEMORIES, "memories") + _subquery(_REWRITE_MEMORIES, "rewrites")
     + _subquery(_ADD_POSTINGS, "postings") + _subquery(_ADD_TOTALS, "totals")
     + _subquery(_UPSERT_ENTITIES, "entities")
@@ -622,14 +658,14 @@ def _edge_parts(
 
 # which of a batch's memories and entities exist already (the others are created by its write), with the
 # status and terms of each memory (what its postings are now: a rewrite that keeps both keeps them)
-_EXISTING = """
+_EXISTING = _Planned.of("""
 CALL () {
     UNWIND $memories AS id MATCH (m:Memory {id: id})
     RETURN collect(id) AS memories, collect([m.status = 'active', m.terms]) AS indexed
 }
 CALL () { UNWIND $entities AS id MATCH (e:Entity {id: id}) RETURN collect(id) AS entities }
 RETURN memories, indexed, entities
-"""
+""")
 
 # (rows of distinct ids in id order, each with its count: concurrent touches then lock shared memories in
 # one order, and no memory is read-modify-written twice in a transaction; see "Locks" above)
@@ -702,20 +738,20 @@ RETURN m.id AS id ORDER BY m.at DESC, m.created_at DESC, m.id DESC LIMIT 1
 """
 
 # the tails of many sessions: each one the top row of an index seek on (user_id, session_id)
-_SESSION_TAILS = """
+_SESSION_TAILS = _Planned.of("""
 UNWIND $sessions AS session
 CALL (session) {
     MATCH (m:Memory {user_id: $user, session_id: session})
     RETURN m.id AS id ORDER BY m.at DESC, m.created_at DESC, m.id DESC LIMIT 1
 }
 RETURN collect([session, id]) AS tails
-"""
+""")
 
-_GET_ENTITIES = """
+_GET_ENTITIES = _Planned.of("""
 UNWIND $keys AS key
 MATCH (a:Alias {user_id: $user, alias: key})
 MATCH (e:Entity {id: a.entity_id})
-RETURN DISTINCT e """ + _ENTITY_MAP + " AS e"
+RETURN DISTINCT e """ + _ENTITY_MAP + " AS e")
 
 _ENTITY_NAMES = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN collect(e.id) AS ids, collect(e.name) AS values"
 
@@ -769,14 +805,14 @@ RETURN s.id AS src, d.id AS dst, r.weight AS weight, r.predicate AS predicate, r
 ORDER BY src, predicate, dst
 """
 
-_MEMORIES_MENTIONING = """
+_MEMORIES_MENTIONING = _Planned.of("""
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})<-[r:MENTIONS]-(m:Memory)
 WHERE r.user_id = $user AND m.status IN $statuses
 WITH e, m ORDER BY m.at DESC, m.created_at DESC, m.id DESC
 WITH e, collect(m.id)[..$k] AS ids
 RETURN e.id AS entity, ids ORDER BY entity
-"""
+""")
 
 _TOKEN_VECTORS = """
 UNWIND $ids AS id
@@ -1394,12 +1430,12 @@ class _Neo4jCore:
             dirty: set[str] = set()
             if replace:
                 dirty.update((yield _Stmt(_DROP_MENTIONS, {"ids": replace}))[0]["dirty"])
-            existing = (yield _Stmt(_EXISTING, ids))[0] if edge_rows or memory_rows else {}
+            existing = (yield _EXISTING(**ids))[0] if edge_rows or memory_rows else {}
             was = dict(zip(existing["memories"], existing["indexed"])) if existing else {}
             reindex = _reindexed(memories, was)
             unindex = [m.id for m in reindex if m.id in was]  # (a new memory has no postings to remove)
             if unindex:
-                yield _Stmt(_REMOVE_POSTINGS, {"ids": unindex})
+                yield _REMOVE_POSTINGS(ids=unindex)
             postings, totals = _posting_rows([(m.id, m.user_id, m.terms) for m in reindex if m.status == ACTIVE])
             created = ({*ids["memories"], *ids["entities"]} - {*existing["memories"], *existing["entities"]}
                        if existing else set())
@@ -1407,11 +1443,10 @@ class _Neo4jCore:
             dirty.update(r["dst"] for r in edge_rows if r["type"] == EDGE_MENTIONS)
             if not (memory_rows or entity_rows or edge_rows or dirty):
                 return revs
-            done = (yield _Stmt(_WRITE_BATCH, {
-                "memories": [r for r in memory_rows if r["props"]["id"] not in was],
-                "rewrites": [r for r in memory_rows if r["props"]["id"] in was],
-                "postings": postings, "totals": totals, "entities": entity_rows,
-                **parts, "dirty": sorted(dirty)}))[0]
+            done = (yield _WRITE_BATCH(
+                memories=[r for r in memory_rows if r["props"]["id"] not in was],
+                rewrites=[r for r in memory_rows if r["props"]["id"] in was],
+                postings=postings, totals=totals, entities=entity_rows, **parts, dirty=sorted(dirty)))[0]
             stored = {n for _, _, name in _EDGE_PARTS for first in done[name] for n in members[first]}
             missing = [r for r in edge_rows if r["n"] not in stored]
             if missing:
@@ -1445,7 +1480,7 @@ class _Neo4jCore:
                 return [], {}
             revs = yield from _bump(sorted({r["user_id"] for r in changed}))
             changed_ids = [r["id"] for r in changed]
-            yield _Stmt(_REMOVE_POSTINGS, {"ids": changed_ids})
+            yield _REMOVE_POSTINGS(ids=changed_ids)
             yield _Stmt(_SET_STATUS, {"ids": changed_ids, "status": status})
             if status == ACTIVE:
                 postings, totals = _posting_rows([(r["id"], r["user_id"], r["terms"] or ()) for r in changed])
@@ -1466,7 +1501,7 @@ class _Neo4jCore:
         def body() -> _Body[tuple[dict[str, int], list[str]]]:
             users = sorted((yield _Stmt(_OWNERS, {"ids": ids}))[0]["users"])
             yield from _bump(users)
-            yield _Stmt(_REMOVE_POSTINGS, {"ids": ids})
+            yield _REMOVE_POSTINGS(ids=ids)
             dirty = (yield _Stmt(_MENTIONED, {"ids": ids}))[0]["dirty"]
             edges = (yield _Stmt(_DELETE_MEMORY_EDGES, {"ids": ids}))[0]["n"]
             memories = (yield _Stmt(_DELETE_MEMORIES, {"ids": ids}))[0]["n"]
@@ -1534,14 +1569,14 @@ class _Neo4jCore:
     def _plan_session_tails(self, user_id: str, session_ids: Sequence[str]) -> _Plan[dict[str, str]]:
         if not session_ids:
             return {}
-        rows = yield _read(_SESSION_TAILS, user=user_id, sessions=list(dict.fromkeys(session_ids)))
+        rows = yield _reading(_SESSION_TAILS(user=user_id, sessions=list(dict.fromkeys(session_ids))))
         return {str(sid): str(mid) for sid, mid in rows[0]["tails"]}
 
     def _plan_get_entities(self, user_id: str, keys: Sequence[str]) -> _Plan[list[EntityRecord]]:
         keys = list(dict.fromkeys(keys))
         if not keys:
             return []
-        rows = yield _read(_GET_ENTITIES, user=user_id, keys=keys)
+        rows = yield _reading(_GET_ENTITIES(user=user_id, keys=keys))
         return sorted((_entity_record(r["e"]) for r in rows), key=lambda e: e.id)
 
     def _plan_entity_values(self, cypher: str, entity_ids: Sequence[str]) -> _Plan[dict[str, Any]]:
@@ -1918,7 +1953,7 @@ class _Neo4jCore:
         ids, states = list(dict.fromkeys(entity_ids)), list(dict.fromkeys(statuses))
         if not ids or not states or per_entity <= 0:
             return []
-        rows = yield _read(_MEMORIES_MENTIONING, ids=ids, user=user_id, statuses=states, k=int(per_entity))
+        rows = yield _reading(_MEMORIES_MENTIONING(ids=ids, user=user_id, statuses=states, k=int(per_entity)))
         return [(r["entity"], mid) for r in rows for mid in r["ids"]]
 
     def _plan_list_edges(self, user_id: str, edge_types: Sequence[str]) -> _Plan[list[EdgeRecord]]:

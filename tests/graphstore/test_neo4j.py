@@ -647,3 +647,28 @@ def test_batch_search_through_the_vector_index_matches_single_searches(clean: An
         assert store.nearest_entities_batch("u1", queries, 3) == [store.nearest_entities("u1", q, 3) for q in queries]
     finally:
         store.close()
+
+
+def _operators(plan: Any) -> list[str]:
+    return [plan["operatorType"].split("@")[0]] + [op for child in plan.get("children", []) for op in _operators(child)]
+
+
+def test_statements_planned_once_find_every_node_by_a_seek(clean: Any) -> None:
+    """The write path's statements run with ``CYPHER replan=skip`` and their parameters in one map
+    (``graphstore.neo4j._Planned``): the plan the server makes first, maybe on an empty store, is kept
+    while the store grows.  That is only right for a plan the statistics cannot change: planned on an empty
+    store, each finds its nodes by index seeks and its relationships by expanding from them (no scan, no
+    hash join, no relationship index)."""
+    planned = {name: value for name, value in vars(graphstore.neo4j).items()
+               if isinstance(value, graphstore.neo4j._Planned)}
+    assert {"_WRITE_BATCH", "_EXISTING", "_REMOVE_POSTINGS", "_BUMP_REVISIONS", "_SESSION_TAILS", "_GET_ENTITIES",
+            "_MEMORIES_MENTIONING"} <= set(planned)
+    connect().close()  # (the schema: its constraints and indexes are what the plans seek in)
+    with clean.session() as session:
+        for name, stmt in planned.items():
+            assert stmt.cypher.startswith("CYPHER replan=skip\n") and "$p." in stmt.cypher, name
+            ops = _operators(session.run("EXPLAIN " + stmt.cypher, {"p": {}}).consume().plan)
+            # (a CartesianProduct here joins the two ends of an edge row, each a unique seek of one node)
+            bad = [op for op in ops if "Scan" in op or "HashJoin" in op or "RelationshipIndex" in op]
+            assert not bad, (name, bad)
+            assert any("IndexSeek" in op for op in ops), (name, ops)
