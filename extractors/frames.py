@@ -220,7 +220,7 @@ _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (PHONE, re.compile(r"(?<!\d)(?:1[3-9]\d{9}|\d{3,4}-\d{7,8}|\d{7,8})(?!\d)")),
     (YEAR, re.compile(r"(?:19|20)\d{2}年")),
     (TIME, re.compile(rf"(?:(?:上午|下午|晚上|早上|中午|凌晨|傍晚|夜里|早晨)\s*{_ZH_SMALL}点(?:半|一刻|三刻|{_ZH_SMALL}分?)?"
-                      rf"|(?<![一\d])(?:[\d二两三四五六七八九十]|十[一二])点(?:半|一刻|三刻|{_ZH_SMALL}分?)?(?!儿)"
+                      rf"|(?<![一\d第])(?:1\d|2[0-4]|[\d二两三四五六七八九十]|十[一二])点(?:半|一刻|三刻|{_ZH_SMALL}分?)?(?!儿)"
                       r"|\d{1,2}[:：]\d{2})")),
     (DATE, re.compile(rf"{_ZH_SMALL}月(?:{_ZH_SMALL}[号日]|[初中底末]|份)?|(?<![\d{_ZH_DIGIT}月第])"
                       rf"{_ZH_SMALL}[号日](?![子常本记])")),

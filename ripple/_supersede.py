@@ -41,7 +41,8 @@ from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from extractors.frames import (
-    AMOUNT, IDENT, NAME, NUMERIC, PERSON, PHRASE, PLACEHOLDERS, PROPER, RATE, TEMPORAL, UNRESOLVED, Frame, Slot,
+    AMOUNT, DATE, FUTURE, IDENT, NAME, NUMERIC, PERSON, PHRASE, PLACEHOLDERS, PROPER, RATE, TEMPORAL, UNRESOLVED, WEEKDAY,
+    Frame, Slot,
     value_group, value_groups,
 )
 from extractors.text import has_cjk
@@ -75,6 +76,7 @@ class Verdict:
 
 
 _TEMPORAL_KIND = frozenset({"temporal"})
+_DAYS = frozenset({DATE, WEEKDAY, FUTURE})  # the kinds of value that name a day
 _RATE_KIND = frozenset({RATE})
 
 
@@ -147,6 +149,10 @@ def _comparable(a: _Value, b: _Value, strong: bool) -> bool:
     ka, kb = a.kind, b.kind
     if ka == kb == _TEMPORAL_KIND:
         ta, tb = a.temporal, b.temporal
+        if not ta.keys() & tb.keys():
+            # a date and a weekday ("Nov 4" / "next Wednesday", "11月30号" / "下周五") both name a day: whether
+            # it is another day needs a calendar, but a sentence that names a change says it is
+            return strong and bool(ta.keys() & _DAYS) and bool(tb.keys() & _DAYS)
         return any(ta[k] != tb[k] for k in ta.keys() & tb.keys())
     if ka & kb:
         return True

@@ -37,6 +37,9 @@ GENERALISED = [
     ("Our weekly review with the client is Thursdays at 15:00.", "From next month the client review moves to 16:30."),
     ("合同的截止日期是五月十号。", "老板把合同截止日期延到五月二十号了。"),
     ("我在美团当产品经理。", "我升职了，现在在美团当产品总监。"),
+    # a date and a weekday both name a day: a named change from one to the other is another day
+    ("The review is on March 12.", "The review moved to next Thursday."),
+    ("评审会在三月十二号。", "评审会改到下周四了。"),
 ]
 
 APART = [  # same kind of statement, another subject or qualifier: both stay true
@@ -44,6 +47,9 @@ APART = [  # same kind of statement, another subject or qualifier: both stay tru
     ("The deadline for my visa renewal is June 1.", "The deadline for the Contoso bid is June 20."),
     ("我们的预算是五万。", "销售部的预算是十万。"),
     ("我妹妹住在杭州。", "我住在南京。"),
+    # a day changed, but of another attribute (a date and a weekday both name a day)
+    ("My birthday is June 3.", "The party moved to next Saturday."),
+    ("合同五月十号到期。", "付款日改到下周一了。"),
 ]
 
 RUNNING = [  # an amount so far, or left, next to the limit it is measured against: both stay true

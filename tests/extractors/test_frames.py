@@ -46,6 +46,9 @@ def test_english_values(extractor, text: str, expected: list[tuple[str, str]]) -
         ("迭代周期改成三周了。", [("duration", "3 week")]),
         ("我的手机号是13800001111。", [("phone", "13800001111")]),
         ("我已经搬去成都了。", [("name", "成都")]),
+        # a two-digit hour in Arabic numerals without 上午/下午 was read as two amounts ("1", "2")
+        ("改到10点20起飞了", [("time", "10:20")]),
+        ("会议12点半开始", [("time", "12:30")]),
     ],
 )
 def test_chinese_values(extractor, text: str, expected: list[tuple[str, str]]) -> None:
