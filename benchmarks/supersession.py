@@ -185,11 +185,17 @@ def closure(pairs: Iterable[tuple[int, int]]) -> set[tuple[int, int]]:
         out |= more
 
 
+def found(implied: set[tuple[int, int]], predicted: set[tuple[int, int]], old: int) -> bool:
+    """Whether an expected supersession of turn ``old`` was made: an edge into it that the expected chain
+    implies (in a chain A, B, C an edge C -> A counts for B -> A)."""
+    return any((a, old) in implied for a, b in predicted if b == old)
+
+
 def score(item: Item, out: Outcome) -> dict[str, int]:
     """Counts for one outcome (see the module docstring)."""
     implied = closure(item.supersedes)
     predicted = set(out.supersedes)
-    hits = sum(1 for _, old in item.supersedes if any((a, old) in implied for a, b in predicted if b == old))
+    hits = sum(1 for _, old in item.supersedes if found(implied, predicted, old))
     expected_retracts = set(item.retracts)
     exact = all(got == want for got, want in zip(out.status, item.status)) and set(out.retracts) == expected_retracts
     flagged = {p for p in out.conflicts if p in implied}

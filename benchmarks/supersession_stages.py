@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from benchmarks.datasets import default_data_dir
-from benchmarks.supersession import closure, load_items, selected
+from benchmarks.supersession import closure, found, ingest, load_items, selected
 
 #: match()'s `return None` comments (by the text after `return None`), mapped to a stage.
 _STAGE = [
@@ -62,14 +62,31 @@ def _return_lines() -> dict[int, tuple[str, str]]:
                     label = ("b", "different fact attributes, no marker")
                 elif "vo is None" in prev:
                     label = ("c", "no single comparable value changed")
-                elif "PHRASE" in prev or "nominal" in prev or "people" in prev:
-                    label = ("b", "no anchor shared")
-                else:
+                else:  # (no shared phrase, nominal or person: the anchor tests)
                     label = ("b", "no anchor shared")
             out[first + n] = label
         if line.strip():
             prev = line
     return out
+
+
+class _Watched:
+    """A store whose ``add`` keeps the write path's log of each call, so that :func:`ingest` writes
+    the item exactly as the benchmark does while the stages of every turn are kept (in write order)."""
+
+    def __init__(self, mem: Any, log: dict[str, Any]) -> None:
+        self._mem, self._log = mem, log
+        self.events: list[dict[str, list[Any]]] = []
+
+    def add(self, *args: Any, **kwargs: Any) -> Any:
+        self._log.clear()
+        self._log.update(tested=[], promising_news=[], pairs=[], graded=[])
+        got = self._mem.add(*args, **kwargs)
+        self.events.append({key: list(val) for key, val in self._log.items()})
+        return got
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._mem, name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,8 +95,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lang", default="all")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
-    global _VERBOSE
-    _VERBOSE = args.verbose
 
     from ripple import Memory, _lifecycle
     from ripple.embedding import default_embedder
@@ -92,7 +107,6 @@ def main(argv: list[str] | None = None) -> int:
 
     log: dict[str, Any] = {}
     real_match, real_worth, real_grade = _lifecycle.match, _lifecycle.worth_parsing, _lifecycle.grade
-    new_text: list[str] = [""]
 
     def worth(frames: Any, ex: Any, terms: Any) -> Any:
         test = real_worth(frames, ex, terms)
@@ -130,48 +144,38 @@ def main(argv: list[str] | None = None) -> int:
         log["graded"].append((v.old_clause, v.new_clause, level, v.level, round(dense, 2), reasons))
         return level, reasons
 
-    _lifecycle.match, _lifecycle.worth_parsing, _lifecycle.grade = match, worth, grade  # type: ignore[assignment]
     counts: Counter[tuple[str, str]] = Counter()
     labels: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-    found = Counter[str]()
-    with tempfile.TemporaryDirectory() as tmp:
-        for n, item in enumerate(items):
-            if not item.supersedes:
-                continue
-            events: dict[int, dict[str, Any]] = {}
-            with Memory(path=f"{tmp}/{n}", embedder=embedder, extractor=extractor) as mem:
-                ids: list[str | None] = [None] * len(item.turns)
-                for k, turn in enumerate(item.turns):
-                    log.clear()
-                    log.update(tested=[], promising_news=[], pairs=[], graded=[])
-                    got = mem.add(turn.text, user_id="u", session_id=turn.session, at=turn.at)
-                    ids[k] = got[0].id if got else None
-                    events[k] = {key: list(val) for key, val in log.items()}
-                index = {mid: k for k, mid in enumerate(ids) if mid}
-                edges = {(index[r["src"]], index[r["dst"]]) for r in mem.export(user_id="u")
-                         if r["type"] == "edge" and r["edge"] == "SUPERSEDES" and r["src"] in index and r["dst"] in index}
-                conflicts = {(c.new.id, c.old.id) for c in mem.conflicts(user_id="u")}
-                # in the write order, a pair (newer, older) is decided when the later-written one arrives
-            implied = closure(item.supersedes)
-            for newer, older in item.supersedes:
-                a, b = ids[newer], ids[older]
-                found["expected", item.lang] += 1  # type: ignore[index]
-                if any(y == older and (x, older) in implied for x, y in edges):  # (as the benchmark counts)
-                    found["hit", item.lang] += 1  # type: ignore[index]
+    hits = Counter[str]()
+    _lifecycle.match, _lifecycle.worth_parsing, _lifecycle.grade = match, worth, grade  # type: ignore[assignment]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for n, item in enumerate(items):
+                if not item.supersedes:
                     continue
-                later, earlier = (newer, older) if newer > older else (older, newer)
-                ev = events[later]
-                other = item.turns[earlier].text
-                me = item.turns[later].text
-                stage, label = _stage(ev, me, other, lines, ids, a, b, conflicts)
-                counts[stage, item.lang] += 1
-                labels[stage, item.lang][label.split(" [")[0]] += 1
-                if args.verbose:
-                    print(f"{item.id} [{item.cls}] {stage}: {label}\n   old: {item.turns[older].text}\n"
-                          f"   new: {item.turns[newer].text}")
-    _lifecycle.match, _lifecycle.worth_parsing, _lifecycle.grade = real_match, real_worth, real_grade
+                with Memory(path=f"{tmp}/{n}", embedder=embedder, extractor=extractor) as mem:
+                    watched = _Watched(mem, log)
+                    out = ingest(watched, item, "sequential", list(range(len(item.turns))))
+                implied, predicted = closure(item.supersedes), set(out.supersedes)
+                for newer, older in item.supersedes:
+                    hits["expected", item.lang] += 1  # type: ignore[index]
+                    if found(implied, predicted, older):
+                        hits["hit", item.lang] += 1  # type: ignore[index]
+                        continue
+                    # in the write order, a pair (newer, older) is decided when the later-written one arrives
+                    later, earlier = (newer, older) if newer > older else (older, newer)
+                    conflicted = (newer, older) in out.conflicts or (older, newer) in out.conflicts
+                    stage, label = _stage(watched.events[later], item.turns[later].text, item.turns[earlier].text,
+                                          lines, conflicted, args.verbose)
+                    counts[stage, item.lang] += 1
+                    labels[stage, item.lang][label.split(" [")[0]] += 1
+                    if args.verbose:
+                        print(f"{item.id} [{item.cls}] {stage}: {label}\n   old: {item.turns[older].text}\n"
+                              f"   new: {item.turns[newer].text}")
+    finally:
+        _lifecycle.match, _lifecycle.worth_parsing, _lifecycle.grade = real_match, real_worth, real_grade
     print(f"\nsplit {args.split}: expected / found: " + ", ".join(
-        f"{lang} {found['hit', lang]}/{found['expected', lang]}" for lang in ("en", "zh")))  # type: ignore[index]
+        f"{lang} {hits['hit', lang]}/{hits['expected', lang]}" for lang in ("en", "zh")))  # type: ignore[index]
     print("| stage | en | zh | what (en + zh) |\n|---|---|---|---|")
     for stage in "abcde":
         what = labels[stage, "en"] + labels[stage, "zh"]
@@ -180,12 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-_VERBOSE = False
-
-
-def _stage(ev: dict[str, Any], me: str, other: str, lines: dict[int, tuple[str, str]], ids: list[Any],
-           a: Any, b: Any, conflicts: set[tuple[str, str]]) -> tuple[str, str]:
-    if (a, b) in conflicts or (b, a) in conflicts:
+def _stage(ev: dict[str, Any], me: str, other: str, lines: dict[int, tuple[str, str]], conflicted: bool,
+           verbose: bool) -> tuple[str, str]:
+    if conflicted:
         return "d", "recorded as a conflict (medium)"
     graded = [g for g in ev["graded"] if (g[0] in other and g[1] in me) or (g[0] in me and g[1] in other)]
     if graded:
@@ -199,7 +200,7 @@ def _stage(ev: dict[str, Any], me: str, other: str, lines: dict[int, tuple[str, 
     if pairs:
         best = max(pairs, key=lambda p: p[3] or 0)
         stage, label = lines.get(best[3] or -1, ("e", f"match returned at line {best[3]}"))
-        return stage, label + ("" if not _VERBOSE else f" [{best[0]!r} / {best[1]!r} {best[4]}]")
+        return stage, label + (f" [{best[0]!r} / {best[1]!r} {best[4]}]" if verbose else "")
     if not ev["promising_news"] and not ev["tested"]:
         return "c", "the new text has no value frame (or nothing to compare)"
     tested = [ok for text, ok in ev["tested"] if text == other]
