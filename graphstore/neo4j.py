@@ -737,11 +737,14 @@ MATCH (m:Memory {user_id: $user, session_id: $session})
 RETURN m.id AS id ORDER BY m.at DESC, m.created_at DESC, m.id DESC LIMIT 1
 """
 
-# the tails of many sessions: each one the top row of an index seek on (user_id, session_id)
+# the tails of many sessions: each one the top row of an index seek on (user_id, session_id).  Statements
+# planned once carry a hint where the planner has a worse choice that an empty store's statistics can make
+# look as good (CI's server once planned _MEMORIES_MENTIONING as a seek of all the user's MENTIONS edges).
 _SESSION_TAILS = _Planned.of("""
 UNWIND $sessions AS session
 CALL (session) {
     MATCH (m:Memory {user_id: $user, session_id: session})
+    USING INDEX m:Memory(user_id, session_id)
     RETURN m.id AS id ORDER BY m.at DESC, m.created_at DESC, m.id DESC LIMIT 1
 }
 RETURN collect([session, id]) AS tails
@@ -808,6 +811,7 @@ ORDER BY src, predicate, dst
 _MEMORIES_MENTIONING = _Planned.of("""
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})<-[r:MENTIONS]-(m:Memory)
+USING INDEX e:Entity(id)
 WHERE r.user_id = $user AND m.status IN $statuses
 WITH e, m ORDER BY m.at DESC, m.created_at DESC, m.id DESC
 WITH e, collect(m.id)[..$k] AS ids

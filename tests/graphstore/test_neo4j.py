@@ -12,6 +12,7 @@ import inspect
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -653,6 +654,10 @@ def _operators(plan: Any) -> list[str]:
     return [plan["operatorType"].split("@")[0]] + [op for child in plan.get("children", []) for op in _operators(child)]
 
 
+def _details(plan: Any) -> list[str]:
+    return [plan.get("args", {}).get("Details", "")] + [d for child in plan.get("children", []) for d in _details(child)]
+
+
 def test_statements_planned_once_find_every_node_by_a_seek(clean: Any) -> None:
     """The write path's statements run with ``CYPHER replan=skip`` and their parameters in one map
     (``graphstore.neo4j._Planned``): the plan the server makes first, maybe on an empty store, is kept
@@ -667,8 +672,12 @@ def test_statements_planned_once_find_every_node_by_a_seek(clean: Any) -> None:
     with clean.session() as session:
         for name, stmt in planned.items():
             assert stmt.cypher.startswith("CYPHER replan=skip\n") and "$p." in stmt.cypher, name
-            ops = _operators(session.run("EXPLAIN " + stmt.cypher, {"p": {}}).consume().plan)
+            plan = session.run("EXPLAIN " + stmt.cypher, {"p": {}}).consume().plan
+            ops = _operators(plan)
             # (a CartesianProduct here joins the two ends of an edge row, each a unique seek of one node)
             bad = [op for op in ops if "Scan" in op or "HashJoin" in op or "RelationshipIndex" in op]
             assert not bad, (name, bad)
+            # nor a seek of a user's every node by an index on user_id alone (a unique one finds one node)
+            broad = [d for d in _details(plan) if re.search(r":\w+\(user_id\)", d) and not d.startswith("UNIQUE")]
+            assert not broad, (name, broad)
             assert any("IndexSeek" in op for op in ops), (name, ops)
