@@ -143,6 +143,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 import re
 import time
@@ -495,10 +496,10 @@ SET x.epoch = coalesce(x.epoch, randomUUID()), x.rev = coalesce(x.rev, 0) + 1
 """
 _OWNERS = "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN collect(DISTINCT m.user_id) AS users"
 # a user's revision; a user without a Lexicon node has none (nothing of theirs can be cached)
-_REVISION = """
+_REVISION = _Planned.of("""
 OPTIONAL MATCH (x:Lexicon {user_id: $user})
 RETURN x IS NOT NULL AS found, coalesce(x.epoch, '') AS epoch, coalesce(x.rev, 0) AS rev
-"""
+""")
 # what a near cache loads: every vector of a user (records, not one list: a 10k list is one 40 MB message),
 # in id order, which is the order the embedded store keeps them in (ids sort by creation): its searches
 # then break ties between equal scores as the embedded store's do
@@ -514,7 +515,7 @@ _NEAR_LOAD = {
 }
 # token vectors with the user's revision read first: when it is the cache's, only the ids it lacks ($need)
 # are read, otherwise all of them
-_TOKEN_VECTORS_CHECKED = """
+_TOKEN_VECTORS_CHECKED = _Planned.of("""
 OPTIONAL MATCH (x:Lexicon {user_id: $user})
 WITH x IS NOT NULL AS found, coalesce(x.epoch, '') AS epoch, coalesce(x.rev, 0) AS rev
 WITH found, epoch, rev, found AND epoch = $epoch AND rev = $rev AS current
@@ -524,7 +525,7 @@ CALL (current) {
     RETURN collect(m.id) AS ids, collect(m.token_vectors) AS blobs
 }
 RETURN current, found, epoch, rev, ids, blobs
-"""
+""")
 
 _UPSERT_MEMORIES = """
 UNWIND $rows AS row
@@ -727,10 +728,11 @@ _DELETE_BATCH = 5_000
 
 # (reads on the recall path return one record of lists: the driver decodes one Bolt message per
 # record, and a record per row cost several times the decoding of the same values in one list)
-_GET_MEMORIES = "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN collect(m " + _MEMORY_MAP + ") AS ms"
-_GET_MEMORIES_VECTORS = "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN collect(m " + _MEMORY_MAP_VECTORS + ") AS ms"
+_GET_MEMORIES = _Planned.of("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN collect(m " + _MEMORY_MAP + ") AS ms")
+_GET_MEMORIES_VECTORS = _Planned.of(
+    "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN collect(m " + _MEMORY_MAP_VECTORS + ") AS ms")
 
-_HAS_MEMORIES = "MATCH (m:Memory {user_id: $user}) RETURN m.id AS id LIMIT 1"
+_HAS_MEMORIES = _Planned.of("MATCH (m:Memory {user_id: $user}) USING INDEX m:Memory(user_id) RETURN m.id AS id LIMIT 1")
 
 _LAST_IN_SESSION = """
 MATCH (m:Memory {user_id: $user, session_id: $session})
@@ -756,7 +758,8 @@ MATCH (a:Alias {user_id: $user, alias: key})
 MATCH (e:Entity {id: a.entity_id})
 RETURN DISTINCT e """ + _ENTITY_MAP + " AS e")
 
-_ENTITY_NAMES = "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN collect(e.id) AS ids, collect(e.name) AS values"
+_ENTITY_NAMES = _Planned.of(
+    "UNWIND $ids AS id MATCH (e:Entity {id: id}) RETURN collect(e.id) AS ids, collect(e.name) AS values")
 
 _USERS = """
 MATCH (m:Memory) RETURN DISTINCT m.user_id AS user
@@ -781,7 +784,7 @@ RETURN term, collect(m.id) AS ids, collect(p.tf) AS tfs, collect(m.doc_len) AS l
 """
 
 # lexical_stats and the postings of the usable terms (graphstore.records.usable_terms) in one statement
-_LEXICAL_ROUTE = """
+_LEXICAL_ROUTE = _Planned.of("""
 OPTIONAL MATCH (x:Lexicon {user_id: $user})
 WITH coalesce(x.n_docs, 0) AS n_docs, coalesce(x.total_len, 0) AS total_len
 WITH n_docs, total_len, CASE WHEN $max_df_ratio * n_docs > 1 THEN $max_df_ratio * n_docs ELSE 1 END AS share_cap
@@ -798,7 +801,7 @@ CALL (cap) {
     RETURN collect([term, df, ids, tfs, lens]) AS terms
 }
 RETURN n_docs, total_len, terms
-"""
+""")
 
 _RELATED_EDGES = """
 UNWIND $ids AS id
@@ -818,11 +821,11 @@ WITH e, collect(m.id)[..$k] AS ids
 RETURN e.id AS entity, ids ORDER BY entity
 """)
 
-_TOKEN_VECTORS = """
+_TOKEN_VECTORS = _Planned.of("""
 UNWIND $ids AS id
 MATCH (m:Memory {id: id}) WHERE m.token_vectors IS NOT NULL
 RETURN collect(m.id) AS ids, collect(m.token_vectors) AS blobs
-"""
+""")
 
 
 _GET_DOCUMENT = """
@@ -859,8 +862,9 @@ REMOVE d.locked
 """
 
 
-def _nearest_cypher(label: str) -> dict[str, str]:
-    """The statements of a vector search over ``label`` nodes (scores are ``(1 + cos) / 2``).
+def _nearest_cypher(label: str) -> dict[str, _Planned]:
+    """The statements of a vector search over ``label`` nodes (scores are ``(1 + cos) / 2``), each
+    planned once (:class:`_Planned`), a scan of the user's nodes hinted to their ``user_id`` index.
 
     ``population``: the user's node count, capped at ``$probe``.  ``exact``: the top ``$k`` of a scan
     over the user's nodes.  ``indexed``: ``$candidates`` approximate neighbours from the vector index
@@ -876,7 +880,7 @@ def _nearest_cypher(label: str) -> dict[str, str]:
     ORDER BY s DESC LIMIT $k
     RETURN collect([n.id, s]) AS hits
 }}"""
-    return {
+    statements = {
         "population": f"MATCH (n:{label} {{user_id: $user}}) WITH n LIMIT $probe RETURN count(n) AS population",
         "exact": f"""
 MATCH (n:{label} {{user_id: $user}})
@@ -943,27 +947,32 @@ CALL (i) {{
 RETURN i, found, floor, hits
 """,
     }
+    user_nodes = re.compile(r"MATCH \(n:%s \{user_id: [^}]*\}\)" % label)
+    hint = f" USING INDEX n:{label}(user_id)"
+    return {name: _Planned.of(user_nodes.sub(lambda m: m.group(0) + hint, cypher)) for name, cypher in statements.items()}
 
 
 _NEAREST = {label: _nearest_cypher(label) for label in _VECTOR_INDEX}
 
 # Multilingual vectors (CJK memories only, a vector space of its own) have no vector index: the
 # search scans the user's Multilingual nodes exactly (scores are (1 + cos) / 2, like the index's).
-_NEAREST_MULTILINGUAL = """
+_NEAREST_MULTILINGUAL = _Planned.of("""
 MATCH (n:Multilingual {user_id: $user})
+USING INDEX n:Multilingual(user_id)
 WHERE n.status IN $statuses
 WITH n, vector.similarity.cosine(n.multilingual, $vector) AS s WHERE s IS NOT NULL
 ORDER BY s DESC LIMIT $k
 RETURN collect([n.id, s]) AS hits
-"""
-_HAS_MULTILINGUAL = "MATCH (n:Multilingual {user_id: $user}) RETURN n.id AS id LIMIT 1"
+""")
+_HAS_MULTILINGUAL = _Planned.of(
+    "MATCH (n:Multilingual {user_id: $user}) USING INDEX n:Multilingual(user_id) RETURN n.id AS id LIMIT 1")
 # a recall's first read: has_memories, has_multilingual and the near cache's revision check in one statement
-_USER_STATE = """
+_USER_STATE = _Planned.of("""
 OPTIONAL MATCH (x:Lexicon {user_id: $user})
-RETURN EXISTS { MATCH (:Memory {user_id: $user}) } AS memories,
-       EXISTS { MATCH (:Multilingual {user_id: $user}) } AS multilingual,
+RETURN EXISTS { MATCH (m:Memory {user_id: $user}) USING INDEX m:Memory(user_id) } AS memories,
+       EXISTS { MATCH (n:Multilingual {user_id: $user}) USING INDEX n:Multilingual(user_id) } AS multilingual,
        x IS NOT NULL AS found, coalesce(x.epoch, '') AS epoch, coalesce(x.rev, 0) AS rev
-"""
+""")
 
 # (``coalesce`` keeps the user filter off the relationship index: with it, a planner working from
 # thin statistics seeks every edge of the user and joins on the frontier instead of expanding it)
@@ -1018,6 +1027,13 @@ CALL (f) {
 }
 RETURN f.id AS source, targets, types, weights, degrees, predicates, labels
 """
+
+
+@functools.lru_cache(maxsize=64)
+def _neighbourhood(types: str, reach: int) -> _Planned:
+    """:data:`_NEIGHBOURHOOD` over edges of ``types`` (``A|B``) within ``reach`` steps, planned once: it
+    starts from the sources' unique ids and only expands from them."""
+    return _Planned.of(_NEIGHBOURHOOD % {"types": types, "reach": reach})
 
 _EXPORT_MEMORIES = "MATCH (m:Memory {user_id: $user}) RETURN m " + _MEMORY_MAP_VECTORS + " AS m"
 _EXPORT_ENTITIES = "MATCH (e:Entity {user_id: $user}) RETURN e " + _ENTITY_MAP_VECTORS + " AS e"
@@ -1335,25 +1351,24 @@ class _Neo4jCore:
         nobody = "\u0000ripple-warm-up"
         ids = {"ids": [nobody]}
         out = [
-            _Stmt(_HAS_MEMORIES, {"user": nobody}),
-            _Stmt(_USER_STATE, {"user": nobody}),
-            _Stmt(_LEXICAL_ROUTE, {"user": nobody, "terms": [nobody], "max_df_ratio": 0.5, "max_df": 1000}),
-            _Stmt(_TOKEN_VECTORS, ids),
-            _Stmt(_REVISION, {"user": nobody}),
-            _Stmt(_TOKEN_VECTORS_CHECKED, {**ids, "user": nobody, "need": [nobody], "epoch": "", "rev": 0}),
-            _Stmt(_GET_MEMORIES, ids),
-            _Stmt(_ENTITY_NAMES, ids),
+            _HAS_MEMORIES(user=nobody),
+            _USER_STATE(user=nobody),
+            _LEXICAL_ROUTE(user=nobody, terms=[nobody], max_df_ratio=0.5, max_df=1000),
+            _TOKEN_VECTORS(**ids),
+            _REVISION(user=nobody),
+            _TOKEN_VECTORS_CHECKED(**ids, user=nobody, need=[nobody], epoch="", rev=0),
+            _GET_MEMORIES(**ids),
+            _ENTITY_NAMES(**ids),
         ]
         # the built-in spreading channels: session (NEXT, 3 hops), entity (MENTIONS, 2 hops)
         for types, reach, labels in ((EDGE_NEXT, 2, []), (EDGE_MENTIONS, 1, ["PERSON"])):
-            out.append(_Stmt(_NEIGHBOURHOOD % {"types": types, "reach": reach},
-                             {"ids": [nobody], "user": nobody, "cap": 200, "labels": labels}))
+            out.append(_neighbourhood(types, reach)(ids=[nobody], user=nobody, cap=200, labels=labels))
         dim = self._dims["Memory"]
         if dim:
             vector = [1.0] + [0.0] * (dim - 1)
-            out.append(_Stmt(_NEAREST["Memory"]["search"], {
-                "user": nobody, "vector": vector, "k": 200, "statuses": [ACTIVE], "probe": _EXACT_SCAN_BELOW,
-                "index": _VECTOR_INDEX["Memory"], "candidates": 800}))
+            out.append(_NEAREST["Memory"]["search"](
+                user=nobody, vector=vector, k=200, statuses=[ACTIVE], probe=_EXACT_SCAN_BELOW,
+                index=_VECTOR_INDEX["Memory"], candidates=800))
         return out
 
     # -- vector indexes ---------------------------------------------------------------------
@@ -1548,7 +1563,7 @@ class _Neo4jCore:
         ids = list(memory_ids)
         if not ids:
             return []
-        rows = yield _read(_GET_MEMORIES_VECTORS if with_vectors else _GET_MEMORIES, ids=list(dict.fromkeys(ids)))
+        rows = yield _reading((_GET_MEMORIES_VECTORS if with_vectors else _GET_MEMORIES)(ids=list(dict.fromkeys(ids))))
         found = {m["id"]: _memory_record(m, vectors=with_vectors) for m in rows[0]["ms"]}
         return [found[i] for i in ids if i in found]
 
@@ -1564,7 +1579,7 @@ class _Neo4jCore:
         return [_memory_record(r["m"]) for r in rows]
 
     def _plan_has_memories(self, user_id: str) -> _Plan[bool]:
-        return bool((yield _read(_HAS_MEMORIES, user=user_id)))
+        return bool((yield _reading(_HAS_MEMORIES(user=user_id))))
 
     def _plan_last_memory_in_session(self, user_id: str, session_id: str) -> _Plan[str | None]:
         rows = yield _read(_LAST_IN_SESSION, user=user_id, session=session_id)
@@ -1583,11 +1598,11 @@ class _Neo4jCore:
         rows = yield _reading(_GET_ENTITIES(user=user_id, keys=keys))
         return sorted((_entity_record(r["e"]) for r in rows), key=lambda e: e.id)
 
-    def _plan_entity_values(self, cypher: str, entity_ids: Sequence[str]) -> _Plan[dict[str, Any]]:
+    def _plan_entity_values(self, stmt: _Planned, entity_ids: Sequence[str]) -> _Plan[dict[str, Any]]:
         ids = list(dict.fromkeys(entity_ids))
         if not ids:
             return {}
-        row = (yield _read(cypher, ids=ids))[0]
+        row = (yield _reading(stmt(ids=ids)))[0]
         return dict(zip(row["ids"], row["values"]))
 
     def _plan_users(self) -> _Plan[list[str]]:
@@ -1595,7 +1610,7 @@ class _Neo4jCore:
 
     # -- the near cache (graphstore.nearcache) ----------------------------------------------------------
     def _plan_revision(self, user_id: str) -> _Plan[Revision | None]:
-        row = (yield _read(_REVISION, user=user_id))[0]
+        row = (yield _reading(_REVISION(user=user_id)))[0]
         return (str(row["epoch"]), int(row["rev"])) if row["found"] else None
 
     def _plan_near_part(self, label: Part, user_id: str) -> _Plan[tuple[bool, VectorIndex | None]]:
@@ -1672,11 +1687,11 @@ class _Neo4jCore:
             if dim is not None and dim != len(query):  # another client may have rebuilt the index since
                 self._dims[label] = dim = _vector_dims((yield _Stmt(_SHOW_SCHEMA, {})))[label]
             if dim is not None and dim != len(query):
-                if (yield _Stmt(cypher["population"], params))[0]["population"] == 0:
+                if (yield cypher["population"](**params))[0]["population"] == 0:
                     return []  # an index left from earlier data, and nothing of this user's to compare
                 raise StoreError(f"the query vector has {len(query)} dimensions, the store's"
                                  f" {label.lower()} vectors have {dim}")
-            exact = _Stmt(cypher["exact"], params)
+            exact = cypher["exact"](**params)
             if dim is None:  # no vector index yet: no vectors either, unless one is being built
                 return [(r["id"], r["s"]) for r in (yield exact)]
             candidates = max(4 * k, 64)
@@ -1685,7 +1700,7 @@ class _Neo4jCore:
             # skips the probe.
             large = user_id in self._large_users[label]
             probe = 0 if large else _EXACT_SCAN_BELOW
-            rows = yield _Stmt(cypher["search"], {**params, "probe": probe, "candidates": candidates})
+            rows = yield cypher["search"](**{**params, "probe": probe, "candidates": candidates})
             if not rows:  # the chosen search found nothing (its grouped aggregation then yields no row)
                 return []
             row = rows[0]
@@ -1702,7 +1717,7 @@ class _Neo4jCore:
                 if candidates >= _MAX_CANDIDATES:
                     return [(r["id"], r["s"]) for r in (yield exact)]
                 candidates = min(candidates * 8, _MAX_CANDIDATES)
-                row = (yield _Stmt(cypher["indexed"], {**params, "candidates": candidates}))[0]
+                row = (yield cypher["indexed"](**{**params, "candidates": candidates}))[0]
 
         hits = yield _Tx(False, body)
         return _cosine_top(hits, k)
@@ -1715,14 +1730,14 @@ class _Neo4jCore:
         import numpy as np
 
         query = np.asarray(vector, dtype=np.float32).tolist()
-        rows = yield _read(_NEAREST_MULTILINGUAL, user=user_id, vector=query, k=int(k), statuses=list(statuses))
+        rows = yield _reading(_NEAREST_MULTILINGUAL(user=user_id, vector=query, k=int(k), statuses=list(statuses)))
         return _cosine_top(rows[0]["hits"] if rows else [], k)
 
     def _plan_has_multilingual(self, user_id: str) -> _Plan[bool]:
-        return bool((yield _read(_HAS_MULTILINGUAL, user=user_id)))
+        return bool((yield _reading(_HAS_MULTILINGUAL(user=user_id))))
 
     def _plan_user_state(self, user_id: str) -> _Plan[UserState]:
-        row = (yield _read(_USER_STATE, user=user_id))[0]
+        row = (yield _reading(_USER_STATE(user=user_id)))[0]
         if self._near.enabled:  # (the revision for the near cache's next search of the user: _SeenRevision)
             key = (str(row["epoch"]), int(row["rev"])) if row["found"] else None
             _SEEN.set(_SeenRevision(self, user_id, key, time.monotonic()))
@@ -1752,8 +1767,8 @@ class _Neo4jCore:
             dim = self._dims[label]
             if dim is not None and dim != vecs.shape[1]:
                 return None  # the single search tells an empty user from a real dimension error
-            exact = dim is None or (yield _Stmt(cypher["population"], params))[0]["population"] < _EXACT_SCAN_BELOW
-            return exact, (yield _Stmt(cypher["exact_batch" if exact else "indexed_batch"], params))
+            exact = dim is None or (yield cypher["population"](**params))[0]["population"] < _EXACT_SCAN_BELOW
+            return exact, (yield cypher["exact_batch" if exact else "indexed_batch"](**params))
 
         done = None if len(vecs) == 1 else (yield _Tx(False, body))
         if done is None:
@@ -1791,8 +1806,8 @@ class _Neo4jCore:
         terms = list(dict.fromkeys(terms))
         if not terms:
             return LexicalRows(*(yield from self._plan_lexical_stats(user_id, terms)), [])
-        row = (yield _read(_LEXICAL_ROUTE, user=user_id, terms=terms, max_df_ratio=float(max_df_ratio),
-                           max_df=max_df))[0]
+        row = (yield _reading(_LEXICAL_ROUTE(user=user_id, terms=terms, max_df_ratio=float(max_df_ratio),
+                                             max_df=max_df)))[0]
         n_docs, total = int(row["n_docs"] or 0), int(row["total_len"] or 0)
         df = {term: int(n) for term, n, *_ in row["terms"] if n > 0}
         postings = _posting_tuples((term, ids, tfs, lens) for term, _n, ids, tfs, lens in row["terms"] if ids)
@@ -1806,12 +1821,12 @@ class _Neo4jCore:
         user = near.owner(ids) if near.enabled else None
         key = None if user is None else near.entry_key(user)
         if user is None or key is None:
-            row = (yield _read(_TOKEN_VECTORS, ids=ids))[0]
+            row = (yield _reading(_TOKEN_VECTORS(ids=ids)))[0]
             return {i: bytes(blob) for i, blob in zip(row["ids"], row["blobs"])}
         # the cached ones are good when the user's revision is still the cache's: read both in one statement
         cached = near.tokens(user, ids)
-        row = (yield _read(_TOKEN_VECTORS_CHECKED, user=user, ids=ids, need=[i for i in ids if i not in cached],
-                           epoch=key[0], rev=key[1]))[0]
+        row = (yield _reading(_TOKEN_VECTORS_CHECKED(user=user, ids=ids, need=[i for i in ids if i not in cached],
+                                                     epoch=key[0], rev=key[1])))[0]
         fetched = {i: bytes(blob) for i, blob in zip(row["ids"], row["blobs"])}
         if not row["current"]:  # everything was read: the cache is behind (or the user is gone)
             near.part(user, (str(row["epoch"]), int(row["rev"])) if row["found"] else None, "Memory")
@@ -1890,9 +1905,9 @@ class _Neo4jCore:
             return {}
         if not types:
             return {i: [] for i in ids}
-        cypher = _NEIGHBOURHOOD % {"types": "|".join(types), "reach": max(0, int(reach))}
-        rows = yield _read(cypher, ids=ids, user=user_id, cap=-1 if max_degree is None else int(max_degree),
-                           labels=None if labels is None else list(labels))
+        stmt = _neighbourhood("|".join(types), max(0, int(reach)))
+        rows = yield _reading(stmt(ids=ids, user=user_id, cap=-1 if max_degree is None else int(max_degree),
+                                   labels=None if labels is None else list(labels)))
         found = _neighbours(rows)
         for i in ids:  # a source that does not exist has no neighbours, as expand() says
             found.setdefault(i, [])
