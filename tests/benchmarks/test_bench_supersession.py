@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timezone
 
+import pytest
+
 from benchmarks.datasets import PROJECT_ROOT
 from benchmarks.supersession import SEALED, SPLITS, Item, Outcome, Turn, closure, load_items, score, selected, summarise
 
@@ -47,18 +49,20 @@ def test_the_second_held_out_split_covers_every_class_in_both_languages_and_is_l
     assert selected("dev2", "all") and selected("heldout", "all") and not selected("dev", "heldout")
 
 
-def test_the_third_held_out_split_is_as_broad_has_its_own_ids_and_is_left_out_of_all() -> None:
+@pytest.mark.parametrize("split, code, older", [("heldout3", "4", "heldout2"), ("heldout4", "5", "heldout3")])
+def test_a_later_held_out_split_is_as_broad_has_its_own_ids_and_is_left_out_of_all(split: str, code: str,
+                                                                                    older: str) -> None:
     items = load_items(DATA)
-    fresh = [i for i in items if i.split == "heldout3"]
+    fresh = [i for i in items if i.split == split]
     langs = Counter(i.lang for i in fresh)
     assert langs["en"] == langs["zh"] >= 60
     classes = {i.cls for i in items if i.split == "dev"}
     for lang in ("en", "zh"):
         assert {i.cls for i in fresh if i.lang == lang} == classes, lang
-    assert all(i.id.split("-")[1].startswith("4") for i in fresh)  # ids en-4p01...: no clash with the older splits
-    assert all(i.split == "heldout3" for i in items if i.id.split("-")[1].startswith("4"))
-    assert "heldout3" in SPLITS and "heldout3" in SEALED
-    assert selected("heldout3", "heldout3") and not selected("heldout3", "all") and not selected("heldout3", "heldout2")
+    assert all(i.id.split("-")[1].startswith(code) for i in fresh)  # en-4p01, en-5p01...: no clash with older splits
+    assert all(i.split == split for i in items if i.id.split("-")[1].startswith(code))
+    assert split in SPLITS and split in SEALED
+    assert selected(split, split) and not selected(split, "all") and not selected(split, older)
 
 
 def _item(n: int, supersedes: tuple[tuple[int, int], ...]) -> Item:
