@@ -175,6 +175,7 @@ from .records import (
     LexicalRows,
     StoredMemory,
     Neighbor,
+    NeighbourhoodAsk,
     WriteBatch,
     UserState,
 )
@@ -1035,6 +1036,22 @@ def _neighbourhood(types: str, reach: int) -> _Planned:
     starts from the sources' unique ids and only expands from them."""
     return _Planned.of(_NEIGHBOURHOOD % {"types": types, "reach": reach})
 
+
+_OWN_PARAMETERS = re.compile(r"\$(ids|cap|labels)\b")
+
+
+@functools.lru_cache(maxsize=64)
+def _neighbourhoods(shapes: tuple[tuple[str, int], ...]) -> _Planned:
+    """Several :data:`_NEIGHBOURHOOD` reads of one user in one statement (a ``UNION ALL`` of them, each
+    row tagged with its read's number ``ask``), read ``n`` with its own ``$ids<n>``, ``$cap<n>`` and
+    ``$labels<n>``; a shape is ``(types, reach)``."""
+    parts = [
+        "CALL () {" + _OWN_PARAMETERS.sub(lambda m: f"${m.group(1)}{n}", _NEIGHBOURHOOD % {"types": t, "reach": r})
+        + "}\nRETURN " + str(n) + " AS ask, source, targets, types, weights, degrees, predicates, labels\n"
+        for n, (t, r) in enumerate(shapes)
+    ]
+    return _Planned.of("UNION ALL\n".join(parts))
+
 _EXPORT_MEMORIES = "MATCH (m:Memory {user_id: $user}) RETURN m " + _MEMORY_MAP_VECTORS + " AS m"
 _EXPORT_ENTITIES = "MATCH (e:Entity {user_id: $user}) RETURN e " + _ENTITY_MAP_VECTORS + " AS e"
 def _list_edges_cypher(types: Sequence[str]) -> str:
@@ -1207,6 +1224,14 @@ def _neighbours(rows: Iterable[Record]) -> dict[str, list[Neighbor]]:
     }
 
 
+def _with_sources(found: dict[str, list[Neighbor]], sources: Sequence[str]) -> dict[str, list[Neighbor]]:
+    """A neighbourhood read's answer with every source in it: one that does not exist has no
+    neighbours, as ``expand`` says."""
+    for i in sources:
+        found.setdefault(i, [])
+    return found
+
+
 def _cosine_top(hits: Sequence[Sequence[Any]], k: int) -> list[tuple[str, float]]:
     """``[id, (1 + cos) / 2]`` rows as the ``k`` best ``(id, cosine)``, ties broken by id."""
     return sorted(((str(i), 2.0 * float(s) - 1.0) for i, s in hits), key=lambda h: (-h[1], h[0]))[:k]
@@ -1363,6 +1388,9 @@ class _Neo4jCore:
         # the built-in spreading channels: session (NEXT, 3 hops), entity (MENTIONS, 2 hops)
         for types, reach, labels in ((EDGE_NEXT, 2, []), (EDGE_MENTIONS, 1, ["PERSON"])):
             out.append(_neighbourhood(types, reach)(ids=[nobody], user=nobody, cap=200, labels=labels))
+        # ... and both together, as a recall reads them (graphstore.requests.ExpandWalks)
+        out.append(_neighbourhoods(((EDGE_NEXT, 2), (EDGE_MENTIONS, 1)))(
+            user=nobody, ids0=[nobody], cap0=-1, labels0=[], ids1=[nobody], cap1=200, labels1=["PERSON"]))
         dim = self._dims["Memory"]
         if dim:
             vector = [1.0] + [0.0] * (dim - 1)
@@ -1908,10 +1936,33 @@ class _Neo4jCore:
         stmt = _neighbourhood("|".join(types), max(0, int(reach)))
         rows = yield _reading(stmt(ids=ids, user=user_id, cap=-1 if max_degree is None else int(max_degree),
                                    labels=None if labels is None else list(labels)))
-        found = _neighbours(rows)
-        for i in ids:  # a source that does not exist has no neighbours, as expand() says
-            found.setdefault(i, [])
-        return found
+        return _with_sources(_neighbours(rows), ids)
+
+    def _plan_neighbourhoods(self, user_id: str, asks: Sequence[NeighbourhoodAsk]) -> _Plan[list[dict[str, list[Neighbor]]]]:
+        """:meth:`_plan_neighbourhood` for each ask, the reads that need the server in one statement."""
+        out: list[dict[str, list[Neighbor]]] = []
+        shapes: list[tuple[str, int]] = []
+        params: dict[str, Any] = {"user": user_id}
+        reads: list[tuple[int, list[str]]] = []  # (the answer it fills, its sources)
+        for ask in asks:
+            ids = list(dict.fromkeys(ask.sources))
+            types = [t for t in dict.fromkeys(ask.edge_types) if t in _EDGE_ENDS]
+            out.append({} if not ids else {i: [] for i in ids})
+            if ids and types:
+                n = len(shapes)
+                shapes.append(("|".join(types), max(0, int(ask.reach))))
+                params.update({f"ids{n}": ids, f"cap{n}": -1 if ask.max_degree is None else int(ask.max_degree),
+                               f"labels{n}": None if ask.labels is None else list(ask.labels)})
+                reads.append((len(out) - 1, ids))
+        if not shapes:
+            return out
+        rows = yield _reading(_neighbourhoods(tuple(shapes))(**params))
+        by_ask: dict[int, list[Record]] = {}
+        for r in rows:
+            by_ask.setdefault(r["ask"], []).append(r)
+        for n, (slot, ids) in enumerate(reads):
+            out[slot] = _with_sources(_neighbours(by_ask.get(n, [])), ids)
+        return out
 
     # -- housekeeping --------------------------------------------------------------------------------
     def _plan_export(self, user_id: str) -> _Plan[list[StoredMemory | EntityRecord | EdgeRecord]]:
@@ -2207,6 +2258,9 @@ class Neo4jStore(_Neo4jCore):
     ) -> dict[str, list[Neighbor]]:
         return self._drive(self._plan_neighbourhood(user_id, sources, edge_types, reach, max_degree, labels))
 
+    def neighbourhoods(self, user_id: str, asks: Sequence[NeighbourhoodAsk]) -> list[dict[str, list[Neighbor]]]:
+        return self._drive(self._plan_neighbourhoods(user_id, asks))
+
     def export(self, user_id: str) -> Iterator[StoredMemory | EntityRecord | EdgeRecord]:
         self._touches.settle()
         yield from self._drive(self._plan_export(user_id))
@@ -2466,6 +2520,9 @@ class AsyncNeo4jStore(_Neo4jCore):
         max_degree: int | None = None, labels: Sequence[str] | None = None,
     ) -> dict[str, list[Neighbor]]:
         return await self._drive(self._plan_neighbourhood(user_id, sources, edge_types, reach, max_degree, labels))
+
+    async def neighbourhoods(self, user_id: str, asks: Sequence[NeighbourhoodAsk]) -> list[dict[str, list[Neighbor]]]:
+        return await self._drive(self._plan_neighbourhoods(user_id, asks))
 
     async def export(self, user_id: str) -> AsyncIterator[StoredMemory | EntityRecord | EdgeRecord]:
         await self._touches.settle()

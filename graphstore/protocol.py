@@ -26,6 +26,7 @@ from .records import (
     StoredMemory,
     MoveReport,
     Neighbor,
+    NeighbourhoodAsk,
     ShardMove,
     ShardsReport,
     UserState,
@@ -44,6 +45,7 @@ __all__ = [
     "SupportsMaintenance",
     "SupportsLexicalRoute",
     "SupportsNeighbourhood",
+    "SupportsNeighbourhoods",
     "SupportsShards",
     "InProcessStore",
     "ACTIVE",
@@ -393,6 +395,19 @@ class SupportsNeighbourhood(Protocol):
         self, user_id: str, sources: Sequence[str], edge_types: Sequence[str], *, reach: int,
         max_degree: int | None = None, labels: Sequence[str] | None = None,
     ) -> dict[str, list[Neighbor]]: ...
+
+
+@runtime_checkable
+class SupportsNeighbourhoods(Protocol):
+    """Optional, beside :class:`SupportsNeighbourhood`: several neighbourhood reads of one user in one
+    call, so that the walks of several recall channels, whose sources are known before any of them
+    starts, cost one round trip to a server together.  Answer ``i`` must equal
+    ``neighbourhood(user_id, *asks[i])``.
+
+    Without it :class:`~graphstore.requests.ExpandWalks` runs the walks one after the other.
+    """
+
+    def neighbourhoods(self, user_id: str, asks: Sequence[NeighbourhoodAsk]) -> list[dict[str, list[Neighbor]]]: ...
 
 
 @runtime_checkable

@@ -17,6 +17,7 @@ __all__ = [
     "EntityRecord",
     "EdgeRecord",
     "Neighbor",
+    "NeighbourhoodAsk",
     "WriteBatch",
     "Finding",
     "DocumentRecord",
@@ -127,6 +128,17 @@ class Neighbor(NamedTuple):
     degree: int = 1
     predicate: str = ""
     label: str = ""  # the target entity's label; "" when the target is a memory
+
+
+class NeighbourhoodAsk(NamedTuple):
+    """The arguments of one :meth:`~graphstore.SupportsNeighbourhood.neighbourhood` read (its user
+    aside): one of the reads :meth:`~graphstore.SupportsNeighbourhoods.neighbourhoods` answers together."""
+
+    sources: Sequence[str]
+    edge_types: Sequence[str]
+    reach: int
+    max_degree: int | None = None
+    labels: Sequence[str] | None = None
 
 
 @dataclass(slots=True)

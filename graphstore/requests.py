@@ -29,8 +29,10 @@ from .protocol import (
     SupportsCypher,
     SupportsLexicalRoute,
     SupportsNeighbourhood,
+    SupportsNeighbourhoods,
 )
-from .records import (DocumentRecord, EdgeRecord, EntityRecord, LexicalRows, StoredMemory, Neighbor, UserState, WriteBatch,
+from .records import (DocumentRecord, EdgeRecord, EntityRecord, LexicalRows, StoredMemory, Neighbor, NeighbourhoodAsk, UserState,
+                      WriteBatch,
                       usable_terms)
 
 if TYPE_CHECKING:
@@ -67,6 +69,7 @@ __all__ = [
     "MemoriesMentioning",
     "ListEdges",
     "ExpandWalk",
+    "ExpandWalks",
     "Walk",
     "GetDocument",
     "PutDocument",
@@ -502,22 +505,77 @@ class ExpandWalk(StoreRequest[R]):
             return cast(R, done.value)
 
     def call(self, store: GraphStore) -> R:
-        steps = self._steps(isinstance(store, SupportsNeighbourhood))
-        try:
-            step = next(steps)
-            while True:
-                step = steps.send(step.call(store))
-        except StopIteration as done:
-            return cast(R, done.value)
+        return _run_steps(self._steps(isinstance(store, SupportsNeighbourhood)), store)
 
     async def acall(self, store: AsyncGraphStore) -> R:
-        steps = self._steps(isinstance(store, SupportsNeighbourhood))
-        try:
-            step = next(steps)
-            while True:
-                step = steps.send(await step.acall(store))
-        except StopIteration as done:
-            return cast(R, done.value)
+        return await _arun_steps(self._steps(isinstance(store, SupportsNeighbourhood)), store)
+
+
+@dataclass(frozen=True, slots=True)
+class ExpandWalks(StoreRequest[list[Any]]):
+    """Several walks of one user (the recall's spreading channels), answered in order: each walk's
+    result, as :class:`ExpandWalk` would give it.
+
+    Where the store reads neighbourhoods several at a time (:class:`~graphstore.SupportsNeighbourhoods`)
+    the walks' first reads go to it together: one round trip to a server for all of them instead of one
+    per walk; what each walk reads after that (a node outside its neighbourhood) it reads on its own.
+    Otherwise the walks run one after the other.  Walks only read, so the answers do not depend on it.
+    """
+
+    user_id: str
+    walks: tuple[ExpandWalk[Any], ...]
+    method: ClassVar[str] = "expand"
+
+    def _steps(self, whole: bool, together: bool) -> Generator[StoreRequest[Any], Any, list[Any]]:
+        runs = [walk._steps(whole) for walk in self.walks]
+        results: list[Any] = [None] * len(runs)
+        first: dict[int, StoreRequest[Any]] = {}
+        for i, run in enumerate(runs):
+            try:
+                first[i] = next(run)
+            except StopIteration as done:  # a walk with nothing to expand
+                results[i] = done.value
+        shared = [i for i, step in first.items() if isinstance(step, _Neighbourhood)] if together else []
+        answers: dict[int, Any] = {}
+        if len(shared) > 1:
+            asks = [cast(_Neighbourhood, first[i]).ask() for i in shared]
+            answers = dict(zip(shared, (yield _Neighbourhoods(self.user_id, asks))))
+        for i, step in first.items():
+            try:
+                answer = answers[i] if i in answers else (yield step)
+                while True:
+                    answer = yield runs[i].send(answer)
+            except StopIteration as done:
+                results[i] = done.value
+        return results
+
+    def call(self, store: GraphStore) -> list[Any]:
+        whole = isinstance(store, SupportsNeighbourhood)
+        return _run_steps(self._steps(whole, whole and isinstance(store, SupportsNeighbourhoods)), store)
+
+    async def acall(self, store: AsyncGraphStore) -> list[Any]:
+        whole = isinstance(store, SupportsNeighbourhood)
+        return await _arun_steps(self._steps(whole, whole and isinstance(store, SupportsNeighbourhoods)), store)
+
+
+def _run_steps(steps: Generator[StoreRequest[Any], Any, R], store: GraphStore) -> R:
+    """Answer each store request a compound request's steps yield, with the store; their result."""
+    try:
+        step = next(steps)
+        while True:
+            step = steps.send(step.call(store))
+    except StopIteration as done:
+        return cast(R, done.value)
+
+
+async def _arun_steps(steps: Generator[StoreRequest[Any], Any, R], store: AsyncGraphStore) -> R:
+    """:func:`_run_steps`, awaited."""
+    try:
+        step = next(steps)
+        while True:
+            step = steps.send(await step.acall(store))
+    except StopIteration as done:
+        return cast(R, done.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -533,10 +591,26 @@ class _Neighbourhood(StoreRequest[dict[str, list[Neighbor]]]):
     labels: Sequence[str] | None
     method: ClassVar[str] = "neighbourhood"
 
+    def ask(self) -> NeighbourhoodAsk:
+        return NeighbourhoodAsk(self.sources, self.edge_types, self.reach, self.max_degree, self.labels)
+
     def call(self, store: GraphStore) -> dict[str, list[Neighbor]]:
         return cast(SupportsNeighbourhood, store).neighbourhood(
             self.user_id, self.sources, self.edge_types, reach=self.reach, max_degree=self.max_degree,
             labels=self.labels)
+
+
+@dataclass(frozen=True, slots=True)
+class _Neighbourhoods(StoreRequest[list[dict[str, list[Neighbor]]]]):
+    """:meth:`~graphstore.SupportsNeighbourhoods.neighbourhoods`, asked by :class:`ExpandWalks` only of a
+    store that offers it."""
+
+    user_id: str
+    asks: Sequence[NeighbourhoodAsk]
+    method: ClassVar[str] = "neighbourhood"
+
+    def call(self, store: GraphStore) -> list[dict[str, list[Neighbor]]]:
+        return cast(SupportsNeighbourhoods, store).neighbourhoods(self.user_id, self.asks)
 
 
 # ---------------------------------------------------------------------------------------- documents

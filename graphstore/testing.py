@@ -27,7 +27,7 @@ import pytest
 from .jsonl import from_json, to_json
 from .protocol import ACTIVE, INVALIDATED, AsyncGraphStore, GraphStore
 from .protocol import (SUPERSEDED, SupportsBatchMemorySearch, SupportsLexicalRoute, SupportsMaintenance,
-                       SupportsNeighbourhood)
+                       SupportsNeighbourhood, SupportsNeighbourhoods)
 from .threaded import ThreadedAsyncStore
 from .records import (
     EDGE_CONFLICTS,
@@ -41,11 +41,12 @@ from .records import (
     EntityRecord,
     StoredMemory,
     Neighbor,
+    NeighbourhoodAsk,
     UserState,
     WriteBatch,
     usable_terms,
 )
-from .requests import ExpandWalk, LexicalRoute, Walk
+from .requests import ExpandWalk, ExpandWalks, LexicalRoute, Walk
 
 __all__ = ["GraphStoreConformance", "BlockingStore", "GenericView", "ThreadedAsyncStore", "unit_vector", "make_memory",
            "make_entity", "entity_degrees", "user_entities", "DIM"]
@@ -145,11 +146,11 @@ class BlockingStore:
 
 class GenericView:
     """A store without its optional fast paths: the methods of the read-combining capabilities
-    (:class:`~graphstore.SupportsLexicalRoute`, :class:`~graphstore.SupportsNeighbourhood`) are hidden,
+    (:class:`~graphstore.SupportsLexicalRoute`, :class:`~graphstore.SupportsNeighbourhood(s)`) are hidden,
     so the requests take their generic route through the same store.  The reference a fast path is
     held to (conformance tests, the benchmarks' with/without comparisons)."""
 
-    HIDDEN = frozenset({"lexical_route", "neighbourhood"})
+    HIDDEN = frozenset({"lexical_route", "neighbourhood", "neighbourhoods"})
 
     def __init__(self, store: GraphStore) -> None:
         self._store = store
@@ -484,6 +485,35 @@ class GraphStoreConformance:
         chain = ExpandWalk("u1", (EDGE_NEXT,), _hop_rows(["m_1"], None, 3), 3).call(store)
         assert [sorted(r.target for r in hop) for hop in chain] == [["m_2"], ["m_1", "m_4"], ["m_2", "m_5"]]
         assert ExpandWalk("u2", (EDGE_NEXT, EDGE_MENTIONS), _hop_rows(["m_1"], None, 2), 2).call(store) == [[]]
+
+    def test_expand_walks_match_each_walk(self, store: GraphStore) -> None:
+        """:class:`ExpandWalks` gives each walk the result it gets alone, whether the store reads the walks'
+        neighbourhoods together or not (a walk with no sources, one over no known type, one of no
+        hops, a user with nothing among them)."""
+        self._seed_walks(store)
+        cases = [
+            (("m_1",), (EDGE_NEXT,), 3, None, ()),
+            (("m_1", "m_3"), (EDGE_MENTIONS,), 2, 3, ("PERSON", "ORG")),
+            ((), (EDGE_NEXT,), 2, None, None),
+            (("m_1",), ("NOT_A_TYPE",), 2, None, None),
+            (("m_1",), (EDGE_MENTIONS,), 0, None, None),
+            (("e_wm", "m_missing"), (EDGE_MENTIONS, EDGE_RELATED), 3, 3, None),
+        ]
+        for user in ("u1", "u2"):
+            alone = [ExpandWalk(user, types, _hop_rows(list(seeds), labels, hops), hops, cap, labels).call(store)
+                     for seeds, types, hops, cap, labels in cases]
+            for view in (store, GenericView(store)):
+                walks = tuple(ExpandWalk(user, types, _hop_rows(list(seeds), labels, hops), hops, cap, labels)
+                              for seeds, types, hops, cap, labels in cases)
+                assert ExpandWalks(user, walks).call(view) == alone, (user, view)
+        if isinstance(store, SupportsNeighbourhoods) and isinstance(store, SupportsNeighbourhood):
+            asks = [NeighbourhoodAsk(["m_1", "e_wm"], [EDGE_MENTIONS, EDGE_NEXT], 1, 3),
+                    NeighbourhoodAsk(["m_4"], [EDGE_MENTIONS], 1, None, ("PERSON",)),
+                    NeighbourhoodAsk([], [EDGE_NEXT], 2), NeighbourhoodAsk(["m_1"], [], 2)]
+            assert store.neighbourhoods("u1", asks) == [
+                store.neighbourhood("u1", a.sources, a.edge_types, reach=a.reach, max_degree=a.max_degree,
+                                    labels=a.labels) for a in asks]
+            assert store.neighbourhoods("u1", []) == []
 
     def test_neighbourhood_rows_are_expand_rows(self, store: GraphStore) -> None:
         """A store's neighbourhood read gives each node exactly its ``expand`` rows, and holds every node

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Mapping, Sequence, TypeVar
 
 from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, Neighbor
-from graphstore.requests import ExpandWalk, GetEntities
+from graphstore.requests import ExpandWalk, ExpandWalks, GetEntities
 
 from .._requests import Request
 from .activation import Edge, SpreadResult, spread_steps
@@ -121,22 +121,51 @@ class ChannelContext:
 
 def spread_stage(q: QueryInput, config: RecallConfig, seeded: Seeded,
                  timer: StageTimer) -> Generator[Request, Any, dict[str, ChannelResult]]:
-    """Run every channel of the plan with a positive weight, in order; nothing spreads from a final ranking."""
+    """Run every channel of the plan with a positive weight; nothing spreads from a final ranking.
+
+    The channels run side by side up to their first walk (:class:`~graphstore.requests.ExpandWalk`),
+    whatever each asks before it answered in the plan's order; those walks go to the store as one
+    :class:`~graphstore.requests.ExpandWalks` (a server answers their first reads in one round trip),
+    then each channel finishes in order.  A channel only reads, so the results are those of running
+    them one after the other.  (The first channel's stage time holds the walks' shared read.)"""
     results: dict[str, ChannelResult] = {}
     if seeded.final:
         return results
     ctx = ChannelContext(q, seeded.norm, seeded.ranked, seeded.n_docs, config, seeded.cands, query_signals(q, seeded))
+    plans = {cfg.name: _channel(cfg.name)(ctx, cfg) for cfg in config.spread.channels if cfg.weight > 0}
+    walks: dict[str, ExpandWalk[Any]] = {}
+    for name, plan in plans.items():
+        try:
+            request = next(plan)
+            while not isinstance(request, ExpandWalk):
+                request = plan.send((yield request))
+            walks[name] = request
+        except StopIteration as done:
+            results[name] = done.value
+    answers: dict[str, Any] = {}
+    if len(walks) > 1:
+        answers = dict(zip(walks, (yield ExpandWalks(q.user_id, tuple(walks.values())))))
     for cfg in config.spread.channels:
-        if cfg.weight > 0:
+        name = cfg.name
+        if name in walks:
+            plan = plans[name]
             try:
-                channel = CHANNELS[cfg.name]
-            except KeyError:
-                from ..errors import ConfigError
-
-                raise ConfigError(f"no recall channel {cfg.name!r} is registered; known: {', '.join(CHANNELS)}") from None
-            results[cfg.name] = yield from channel(ctx, cfg)
-        timer.lap(f"spread.{cfg.name}", len(results[cfg.name].activation) if cfg.name in results else 0)
+                request = plan.send(answers[name] if name in answers else (yield walks[name]))
+                while True:
+                    request = plan.send((yield request))
+            except StopIteration as done:
+                results[name] = done.value
+        timer.lap(f"spread.{name}", len(results[name].activation) if name in results else 0)
     return results
+
+
+def _channel(name: str) -> Callable[["ChannelContext", Any], ChannelPlan]:
+    try:
+        return CHANNELS[name]
+    except KeyError:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"no recall channel {name!r} is registered; known: {', '.join(CHANNELS)}") from None
 
 
 # ------------------------------------------------------------------------------------------- built-in channels
