@@ -321,6 +321,11 @@ class MergeConfig(_Config):
         description="bonus share for turns said by the speaker the query names ('What does Melanie do?'); 0 turns"
                     " it off. On LoCoMo dev it lifted R@5 .683 -> .712 and multi-hop R@10 .473 -> .491 at .3",
     )
+    speaker_aliases: bool = Field(
+        True,
+        description="the speaker prior also knows a speaker named the way friends do: 小雨 / 晓雨 for 林晓雨, 浩子 for"
+                    " 陈浩, Mel for Melanie (extractors.speaker.named_speakers); False: the name as stored only",
+    )
     title_weight: float = Field(
         0.5, ge=0,
         description="bonus share for titled documents ('Philip Carlo\\n...') whose title the query names; 0 turns"

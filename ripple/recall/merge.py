@@ -142,7 +142,7 @@ def apply_priors(q: QueryInput, cands: list[Candidate], records: Mapping[str, St
         time_w = cfg.recency_cue_weight
     conf_w, tiers = cfg.confidence_weight, cfg.tiers
     cand_records = [records[c.id] for c in cands]
-    speaker_boost = speaker_boosts(q.text, cand_records, cfg.speaker_weight)
+    speaker_boost = speaker_boosts(q.text, cand_records, cfg.speaker_weight, cfg.speaker_aliases)
     title_boost = title_boosts(q.text, cand_records, cfg.title_weight)
     when_boost = when_boosts(q.text, q.now, cand_records, cfg.when_weight)
     answer_boost = time_answer_boosts(q.text, cand_records, cfg.time_answer_weight)
@@ -176,18 +176,20 @@ def tier_of(rec: StoredMemory, now: float, cfg: TierConfig) -> tuple[str, float]
     return "frozen", cfg.frozen_weight
 
 
-def speaker_boosts(query: str, records: Sequence[StoredMemory], weight: float) -> dict[str, float]:
+def speaker_boosts(query: str, records: Sequence[StoredMemory], weight: float, aliases: bool = True) -> dict[str, float]:
     """Score multipliers for turns *said by* the person the query asks about (memory id -> ``1 + weight``).
 
     "What does Melanie do to destress?" is about Melanie's own turns, yet her
     name is just as present in Caroline's replies ("That's great, Melanie!"),
     where no route tells speaker from addressee.  Only when the query names
     some but not all of the speakers among the candidates are their turns
-    boosted; passages and one-speaker logs get nothing.
+    boosted; passages and one-speaker logs get nothing.  With ``aliases`` the
+    query may name a speaker the way friends do ("小雨" for 林晓雨, "浩子" for
+    陈浩, "Mel" for Melanie: :func:`extractors.speaker.named_speakers`).
     """
     if weight <= 0 or not records:
         return {}
-    from extractors.speaker import split_speaker
+    from extractors.speaker import named_speakers, split_speaker
 
     speaker_of: dict[str, str] = {}
     for rec in records:
@@ -197,8 +199,11 @@ def speaker_boosts(query: str, records: Sequence[StoredMemory], weight: float) -
     speakers = set(speaker_of.values())
     if len(speakers) < 2:
         return {}
-    text = query.lower()
-    named = {sp for sp in speakers if sp in text and (not sp.isascii() or re.search(rf"(?<!\w){re.escape(sp)}(?!\w)", text))}
+    if aliases:
+        named = named_speakers(query, speakers)
+    else:
+        text = query.lower()
+        named = {sp for sp in speakers if sp in text and (not sp.isascii() or re.search(rf"(?<!\w){re.escape(sp)}(?!\w)", text))}
     if not named or named == speakers:
         return {}
     return {i: 1.0 + weight for i, sp in speaker_of.items() if sp in named}
