@@ -20,7 +20,7 @@ from .scoring import recency_factor, top
 if TYPE_CHECKING:
     from datetime import date
 
-__all__ = ["merge_channels", "merge_channels_reference", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "when_boosts", "time_answer_boosts", "path_to"]
+__all__ = ["merge_channels", "merge_channels_reference", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "when_boosts", "time_answer_boosts", "question_factors", "path_to"]
 
 
 def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config: RecallConfig, k: int) -> list[Candidate]:
@@ -146,6 +146,7 @@ def apply_priors(q: QueryInput, cands: list[Candidate], records: Mapping[str, St
     title_boost = title_boosts(q.text, cand_records, cfg.title_weight)
     when_boost = when_boosts(q.text, q.now, cand_records, cfg.when_weight)
     answer_boost = time_answer_boosts(q.text, cand_records, cfg.time_answer_weight)
+    question = question_factors(cand_records, cfg.question_weight)
     for c in cands:
         rec = records[c.id]
         c.importance = rec.importance
@@ -155,6 +156,7 @@ def apply_priors(q: QueryInput, cands: list[Candidate], records: Mapping[str, St
         c.score = c.score * (1.0 - time_w + time_w * c.recency) + cfg.importance_weight * (rec.importance - 0.5)
         c.score *= (1.0 - conf_w + conf_w * rec.confidence) * tier_weight * speaker_boost.get(c.id, 1.0)
         c.score *= title_boost.get(c.id, 1.0) * when_boost.get(c.id, 1.0) * answer_boost.get(c.id, 1.0)
+        c.score *= question.get(c.id, 1.0)
     cands.sort(key=lambda c: (-c.score, c.id))
     return cands, time_w
 
@@ -276,6 +278,26 @@ def time_answer_boosts(query: str, records: Sequence[StoredMemory], weight: floa
     timed = [rec.id for rec in records if _stored_times(rec)]
     bonus = weight * (1.0 - len(timed) / len(records))
     return {i: 1.0 + bonus for i in timed}
+
+
+def question_factors(records: Sequence[StoredMemory], weight: float) -> dict[str, float]:
+    """Score multipliers for turns that only ask a question (memory id -> ``1 - weight``).
+
+    "店名想好了吗" ("Have you picked the shop's name?") matches a question about the
+    shop's name better than its answer ("叫'慢半拍'") does, yet holds nothing
+    the asker wants: the answer is the next turn, which the session channel
+    reaches from it (spreading has run before this prior, so the question still
+    passes its score on).  A turn whose message is one sentence, a question
+    (:func:`extractors.filters.is_question_only`), was never evidence in the six
+    development conversations.  Other memories are untouched.
+    """
+    if weight <= 0 or not records:
+        return {}
+    from extractors.filters import is_question_only
+    from extractors.speaker import split_speaker
+
+    factor = max(0.0, 1.0 - weight)
+    return {rec.id: factor for rec in records if is_question_only(rec.text[split_speaker(rec.text).message_start:])}
 
 
 def _stored_times(rec: StoredMemory) -> list[tuple["date", "date"]]:

@@ -174,3 +174,39 @@ def test_aliases_two_speakers_share_name_neither() -> None:
     assert named_speakers("浩子最近怎么样？", {"陈浩", "陈静"}) == {"陈浩"}
     assert named_speakers("What does Dana run?", {"dana whitfield", "jon"}) == {"dana whitfield"}
     assert named_speakers("What did Jon say to Gina?", {"jon", "jonas"}) == {"jon"}  # a whole name, not a prefix
+
+
+# ------------------------------------------------------------------------------------- turns that only ask
+
+def test_question_only_turns_lose_their_share() -> None:
+    from ripple.recall.merge import question_factors
+
+    turns = [
+        _Rec("q", "林晓雨：店名想好了吗"), _Rec("a", "陈浩：叫“慢半拍”，我表哥起的"),
+        _Rec("q2", "Caroline: Did you ever go back to Rome?"), _Rec("a2", "Melanie: Yes, twice!"),
+        _Rec("p", "Did you ever go back to Rome?"),  # no speaker: the whole text is the message
+    ]
+    assert question_factors(turns, 0.5) == {"q": pytest.approx(0.5), "q2": pytest.approx(0.5), "p": pytest.approx(0.5)}
+    assert question_factors(turns, 1.0) == {"q": 0.0, "q2": 0.0, "p": 0.0}
+    assert question_factors(turns, 0.0) == {}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_recall_puts_the_answer_above_the_question_it_answers(tmp_path: Path, embedder, extractor, lang: str) -> None:
+    """End to end: the question matches the query best, but the answer after it ranks first."""
+    from ripple import Memory, RecallConfig
+
+    turns = {
+        "en": ["Caroline: What did you name the coffee shop?", "Melanie: Slow Beat, my cousin picked it.",
+               "Caroline: I mostly read on weekends.", "Melanie: The garden needs water twice a week."],
+        "zh": ["林晓雨：咖啡店的名字想好了吗", "陈浩：叫“慢半拍”，我表哥起的",
+               "林晓雨：我周末一般在家看书", "陈浩：花园一周要浇两次水"],
+    }[lang]
+    query = {"en": "What is the name of the coffee shop?", "zh": "咖啡店叫什么名字？"}[lang]
+    off = RecallConfig().model_copy(update={"merge": RecallConfig().merge.model_copy(update={"question_weight": 0.0})})
+    with Memory(path=str(tmp_path / "s"), embedder=embedder, extractor=extractor) as mem:
+        mem.add_many([{"text": t, "user_id": "u", "session_id": "s1"} for t in turns])
+        before = mem.recall(query, user_id="u", k=4, touch=False, config=off)
+        assert before.hits[0].memory.text == turns[0]  # the question itself wins without the prior
+        on = mem.recall(query, user_id="u", k=4, touch=False)
+        assert on.hits[0].memory.text == turns[1]
