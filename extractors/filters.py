@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["is_contentless", "FILLERS_EN", "FILLERS_ZH"]
+__all__ = ["is_contentless", "is_question_only", "FILLERS_EN", "FILLERS_ZH"]
 
 FILLERS_EN: tuple[str, ...] = (
     "ok", "okay", "okey", "okie", "okie dokie", "okey dokey", "k", "kk", "alright", "all right", "aight",
@@ -86,3 +86,53 @@ def is_contentless(text: str) -> bool:
             break
         s = new
     return not any(ch.isalnum() for ch in s)
+
+
+# A sentence ends at these; a question at the first two, or at a final particle (吗, 呢) before optional "。".
+_SENTENCE_ENDS = re.compile(r"[。！!?？…]+|(?<![.\d])\.(?!\d)")
+_ASKS = re.compile(r"(?:[?？]|[吗呢][。]?)$")
+_TRAILING = re.compile(r"[\s\U0001F000-\U0001FAFF\u2600-\u27BF~～]+$")
+
+
+def is_question_only(message: str) -> bool:
+    """True when a turn's message is one sentence, and that sentence a question.
+
+    Such a turn asks but holds no answer: in the six development conversations
+    (LoCoMo's four, the two Chinese ones) none of the 652 evidence turns is one,
+    while 28 of the 2,458 turns are (0.2-6 % per conversation; and the turn after
+    a question is evidence about twice as often as any turn).  Counting a
+    content-free exclamation as no sentence ("Wow! Did you see that band?")
+    would catch 48 turns, three of them evidence: it is a sentence.  A question with a statement around it
+    ("I went hiking! Have you been?") is not question-only.
+
+    >>> is_question_only("店名想好了吗")
+    True
+    >>> is_question_only("Did you ever go back to Rome?")
+    True
+    >>> is_question_only("Wow! Did you see that band?")  # (evidence in LoCoMo: "Wow!" is a sentence of its own)
+    False
+    >>> is_question_only("八万！一台咖啡机？？")
+    False
+    >>> is_question_only("I painted a sunset last week, want to see?")
+    False
+    """
+    text = _TRAILING.sub("", unicodedata.normalize("NFKC", message))
+    if not _ASKS.search(text):
+        return False
+    sentences = [x for x in _SENTENCE_ENDS.split(text) if any(ch.isalnum() for ch in x)]
+    return len(sentences) == 1 and not _has_statement(text)
+
+
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _has_statement(text: str) -> bool:
+    """A clause before the question that states something ("I painted a sunset, want to see?",
+    "我刚到家，你吃了吗"): three words or four Han characters, not itself asking ("你呢，...")."""
+    for clause in text.rstrip("?？").split(",")[:-1]:
+        clause = clause.strip()
+        if _ASKS.search(clause):
+            continue
+        if len(clause.split()) >= 3 or len(_HAN.findall(clause)) >= 4:
+            return True
+    return False

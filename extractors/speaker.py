@@ -11,12 +11,14 @@ content-free detection on the message alone ("Caroline: ok" is still "ok").
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
+from typing import Iterable
 
 from .normalize import entity_key
-from .text import is_cjk_char
+from .text import _SENTENCE_START, is_cjk_char
 
-__all__ = ["SpeakerTurn", "split_speaker", "ROLE_SUBJECTS"]
+__all__ = ["SpeakerTurn", "split_speaker", "ROLE_SUBJECTS", "speaker_aliases", "named_speakers"]
 
 #: Chat roles: stripped like a speaker but never an entity, "I" is the user or the assistant.
 ROLE_SUBJECTS: dict[str, str] = {
@@ -100,3 +102,81 @@ def split_speaker(text: str) -> SpeakerTurn:
     if not key:
         return _NO_SPEAKER
     return SpeakerTurn(name, start, end, m.end(), key)
+
+
+# ------------------------------------------------------------------------------------------- names in a question
+
+#: Two-character Chinese surnames (the rest are one character): the given name is what follows them.
+_COMPOUND_SURNAMES = frozenset(
+    "欧阳 司马 诸葛 上官 司徒 东方 皇甫 尉迟 公孙 慕容 夏侯 令狐 长孙 宇文 轩辕 端木 南宫 西门 独孤 呼延 万俟 闻人 澹台".split()
+)
+_HAN_NAME = re.compile(r"^[\u4e00-\u9fff]{2,4}$")
+_CAPITALISED = re.compile(r"(?<![\w'’])[A-Z][a-z]{2,}(?![a-z])")
+
+
+def speaker_aliases(key: str) -> frozenset[str]:
+    """Other forms a question uses for the speaker ``key`` (a :class:`SpeakerTurn` subject).
+
+    Friends rarely call each other by their full name: in the Chinese chat set
+    林晓雨 is asked about as 晓雨 and 小雨, 陈浩 as 浩子, and none of those
+    contains the name the turns are stored under.  A Chinese name is a surname
+    (one character, or two: 欧阳) and a given name; the familiar forms are the
+    given name (two characters or more), 小 / 阿 + its last character, that
+    character doubled or with 子 (浩子), and 老 / 小 + the surname.  A Latin
+    name of several words is also named by its first or last word ("Dana" for
+    Dana Whitfield).  Every alias has at least two characters.
+
+    >>> sorted(speaker_aliases("陈浩"))
+    ['小浩', '小陈', '浩子', '浩浩', '老陈', '阿浩']
+    """
+    if _HAN_NAME.match(key):
+        surname = key[:2] if key[:2] in _COMPOUND_SURNAMES and len(key) > 2 else key[0]
+        given = key[len(surname):]
+        last = given[-1]
+        out = {"小" + last, "阿" + last, last * 2, last + "子", "老" + surname, "小" + surname}
+        if len(given) >= 2:
+            out.add(given)
+        return frozenset(a for a in out if a != key)
+    words = key.split()
+    if len(words) > 1 and key.isascii():
+        return frozenset(w for w in (words[0], words[-1]) if len(w) >= 2)
+    return frozenset()
+
+
+def _says(text: str, name: str) -> bool:
+    """``name`` occurs in the lower-cased ``text`` (as whole words, for a Latin name)."""
+    if name not in text:
+        return False
+    return not name.isascii() or re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+
+
+def named_speakers(query: str, speakers: Iterable[str]) -> set[str]:
+    """The speakers (keys, as :func:`split_speaker`'s subject) that ``query`` names.
+
+    By the key itself ("Melanie", "张伟"), by one of its :func:`speaker_aliases`
+    ("小雨" for 林晓雨), or, for a Latin name, by a shortened first name: a
+    capitalised word of three letters or more inside a sentence that begins
+    exactly one speaker's name ("Mel" for Melanie).  An alias or short form
+    two speakers share names neither.
+    """
+    keys = set(speakers)
+    text = unicodedata.normalize("NFKC", query).lower()
+    named = {k for k in keys if _says(text, k)}
+    owners: dict[str, set[str]] = {}
+    for k in keys:
+        for alias in speaker_aliases(k):
+            owners.setdefault(alias.lower(), set()).add(k)
+    for alias, who in owners.items():
+        if len(who) == 1 and alias not in keys and _says(text, alias):
+            named |= who
+    for m in _CAPITALISED.finditer(query):
+        if _SENTENCE_START.search(query[: m.start()]):
+            continue
+        short = m.group().lower()
+        if any(short in k.split() for k in keys):
+            continue  # a whole word of some speaker's name: that speaker, matched above
+        who = {k for k in keys if k.isascii() and k != short
+               and any(w.startswith(short) and len(w) > len(short) for w in k.split())}
+        if len(who) == 1:
+            named |= who
+    return named

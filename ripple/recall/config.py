@@ -321,6 +321,11 @@ class MergeConfig(_Config):
         description="bonus share for turns said by the speaker the query names ('What does Melanie do?'); 0 turns"
                     " it off. On LoCoMo dev it lifted R@5 .683 -> .712 and multi-hop R@10 .473 -> .491 at .3",
     )
+    speaker_aliases: bool = Field(
+        True,
+        description="the speaker prior also knows a speaker named the way friends do: 小雨 / 晓雨 for 林晓雨, 浩子 for"
+                    " 陈浩, Mel for Melanie (extractors.speaker.named_speakers); False: the name as stored only",
+    )
     title_weight: float = Field(
         0.5, ge=0,
         description="bonus share for titled documents ('Philip Carlo\\n...') whose title the query names; 0 turns"
@@ -338,6 +343,15 @@ class MergeConfig(_Config):
         description="bonus share for memories that name a time when the query asks for one ('When is the deadline?',"
                     " '哪天'); 0 turns it off",
     )
+    # Chosen with .5 and 0 leave-one-conversation-out (benchmarks/RESULTS.md, "Turns that only ask"): .5 and 1 rank
+    # the six development conversations identically; 1 because such a turn was never evidence (0 of 652).
+    question_weight: float = Field(
+        1.0, ge=0, le=1,
+        description="share of the score a turn loses when its message only asks a question ('店名想好了吗', 'Did you"
+                    " go back to Rome?'): the answer is its neighbour, reached through it by the session channel"
+                    " before this prior (ripple.recall.merge.question_factors); 1: it ranks below every turn that"
+                    " says something; 0 turns it off",
+    )
     tiers: TierConfig = TierConfig()
     include_statuses: tuple[str, ...] = ("active",)
 
@@ -345,7 +359,7 @@ class MergeConfig(_Config):
         """True when any prior read from the records changes a score."""
         return bool(self.time_weight or self.recency_cue_weight or self.importance_weight or self.confidence_weight
                     or self.speaker_weight or self.title_weight or self.when_weight
-                    or self.time_answer_weight or self.tiers.enabled)
+                    or self.time_answer_weight or self.question_weight or self.tiers.enabled)
 
 
 class RelevanceConfig(_Config):

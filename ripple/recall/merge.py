@@ -20,7 +20,7 @@ from .scoring import recency_factor, top
 if TYPE_CHECKING:
     from datetime import date
 
-__all__ = ["merge_channels", "merge_channels_reference", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "when_boosts", "time_answer_boosts", "path_to"]
+__all__ = ["merge_channels", "merge_channels_reference", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "when_boosts", "time_answer_boosts", "question_factors", "path_to"]
 
 
 def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config: RecallConfig, k: int) -> list[Candidate]:
@@ -142,10 +142,11 @@ def apply_priors(q: QueryInput, cands: list[Candidate], records: Mapping[str, St
         time_w = cfg.recency_cue_weight
     conf_w, tiers = cfg.confidence_weight, cfg.tiers
     cand_records = [records[c.id] for c in cands]
-    speaker_boost = speaker_boosts(q.text, cand_records, cfg.speaker_weight)
+    speaker_boost = speaker_boosts(q.text, cand_records, cfg.speaker_weight, cfg.speaker_aliases)
     title_boost = title_boosts(q.text, cand_records, cfg.title_weight)
     when_boost = when_boosts(q.text, q.now, cand_records, cfg.when_weight)
     answer_boost = time_answer_boosts(q.text, cand_records, cfg.time_answer_weight)
+    question = question_factors(cand_records, cfg.question_weight)
     for c in cands:
         rec = records[c.id]
         c.importance = rec.importance
@@ -155,6 +156,7 @@ def apply_priors(q: QueryInput, cands: list[Candidate], records: Mapping[str, St
         c.score = c.score * (1.0 - time_w + time_w * c.recency) + cfg.importance_weight * (rec.importance - 0.5)
         c.score *= (1.0 - conf_w + conf_w * rec.confidence) * tier_weight * speaker_boost.get(c.id, 1.0)
         c.score *= title_boost.get(c.id, 1.0) * when_boost.get(c.id, 1.0) * answer_boost.get(c.id, 1.0)
+        c.score *= question.get(c.id, 1.0)
     cands.sort(key=lambda c: (-c.score, c.id))
     return cands, time_w
 
@@ -176,18 +178,20 @@ def tier_of(rec: StoredMemory, now: float, cfg: TierConfig) -> tuple[str, float]
     return "frozen", cfg.frozen_weight
 
 
-def speaker_boosts(query: str, records: Sequence[StoredMemory], weight: float) -> dict[str, float]:
+def speaker_boosts(query: str, records: Sequence[StoredMemory], weight: float, aliases: bool = True) -> dict[str, float]:
     """Score multipliers for turns *said by* the person the query asks about (memory id -> ``1 + weight``).
 
     "What does Melanie do to destress?" is about Melanie's own turns, yet her
     name is just as present in Caroline's replies ("That's great, Melanie!"),
     where no route tells speaker from addressee.  Only when the query names
     some but not all of the speakers among the candidates are their turns
-    boosted; passages and one-speaker logs get nothing.
+    boosted; passages and one-speaker logs get nothing.  With ``aliases`` the
+    query may name a speaker the way friends do ("小雨" for 林晓雨, "浩子" for
+    陈浩, "Mel" for Melanie: :func:`extractors.speaker.named_speakers`).
     """
     if weight <= 0 or not records:
         return {}
-    from extractors.speaker import split_speaker
+    from extractors.speaker import named_speakers, split_speaker
 
     speaker_of: dict[str, str] = {}
     for rec in records:
@@ -197,8 +201,11 @@ def speaker_boosts(query: str, records: Sequence[StoredMemory], weight: float) -
     speakers = set(speaker_of.values())
     if len(speakers) < 2:
         return {}
-    text = query.lower()
-    named = {sp for sp in speakers if sp in text and (not sp.isascii() or re.search(rf"(?<!\w){re.escape(sp)}(?!\w)", text))}
+    if aliases:
+        named = named_speakers(query, speakers)
+    else:
+        text = query.lower()
+        named = {sp for sp in speakers if sp in text and (not sp.isascii() or re.search(rf"(?<!\w){re.escape(sp)}(?!\w)", text))}
     if not named or named == speakers:
         return {}
     return {i: 1.0 + weight for i, sp in speaker_of.items() if sp in named}
@@ -271,6 +278,26 @@ def time_answer_boosts(query: str, records: Sequence[StoredMemory], weight: floa
     timed = [rec.id for rec in records if _stored_times(rec)]
     bonus = weight * (1.0 - len(timed) / len(records))
     return {i: 1.0 + bonus for i in timed}
+
+
+def question_factors(records: Sequence[StoredMemory], weight: float) -> dict[str, float]:
+    """Score multipliers for turns that only ask a question (memory id -> ``1 - weight``).
+
+    "店名想好了吗" ("Have you picked the shop's name?") matches a question about the
+    shop's name better than its answer ("叫'慢半拍'") does, yet holds nothing
+    the asker wants: the answer is the next turn, which the session channel
+    reaches from it (spreading has run before this prior, so the question still
+    passes its score on).  A turn whose message is one sentence, a question
+    (:func:`extractors.filters.is_question_only`), was never evidence in the six
+    development conversations.  Other memories are untouched.
+    """
+    if weight <= 0 or not records:
+        return {}
+    from extractors.filters import is_question_only
+    from extractors.speaker import split_speaker
+
+    factor = max(0.0, 1.0 - weight)
+    return {rec.id: factor for rec in records if is_question_only(rec.text[split_speaker(rec.text).message_start:])}
 
 
 def _stored_times(rec: StoredMemory) -> list[tuple["date", "date"]]:

@@ -133,3 +133,80 @@ def test_recall_prefers_the_document_the_query_is_about(tmp_path: Path, embedder
         by_id = {h.memory.id: h.score for h in off.hits}
         carlo = on.hits[0]
         assert carlo.score == pytest.approx(by_id[carlo.memory.id] * 1.5, rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------- speakers named by a familiar form
+
+CHAT_ZH = [
+    _Rec("x1", "林晓雨：我在橙子优选干产品快四年了"),
+    _Rec("x2", "陈浩：刚遛完可乐回来"),
+    _Rec("x3", "林晓雨：浩子！在不？"),
+]
+
+
+@pytest.mark.parametrize("query, turns", [
+    ("小雨换工作之前在哪家公司？", ("x1", "x3")),  # 小 + the given name's last character (林晓雨's turns)
+    ("晓雨之前在哪家公司？", ("x1", "x3")),  # the given name
+    ("浩子家的狗叫啥？", ("x2",)),  # the last character + 子 (陈浩's turn)
+    ("老陈家的狗叫啥？", ("x2",)),  # 老 + the surname
+])
+def test_chinese_speaker_named_by_a_familiar_form(query: str, turns: tuple[str, ...]) -> None:
+    assert _speaker_boosts(query, CHAT_ZH, 0.4) == {i: pytest.approx(1.4) for i in turns}
+    assert _speaker_boosts(query, CHAT_ZH, 0.4, aliases=False) == {}  # the name as stored only: nobody named
+
+
+def test_english_speaker_named_by_a_short_first_name() -> None:
+    assert _speaker_boosts("What did Mel paint last summer?", TURNS, 0.4) == {"a": pytest.approx(1.4)}
+    assert _speaker_boosts("What did Mel paint last summer?", TURNS, 0.4, aliases=False) == {}
+    # sentence-initial capitals, words under three letters and shared prefixes name nobody
+    assert _speaker_boosts("Mel paint?", TURNS, 0.4) == {}
+    assert _speaker_boosts("What did Me paint?", TURNS, 0.4) == {}
+    two = [_Rec("a", "Melanie: hi"), _Rec("b", "Melissa: hello"), _Rec("c", "Gina: hey")]
+    assert _speaker_boosts("What did Mel paint?", two, 0.4) == {}
+
+
+def test_aliases_two_speakers_share_name_neither() -> None:
+    from extractors.speaker import named_speakers, speaker_aliases
+
+    assert {"晓雨", "小雨"} <= speaker_aliases("林晓雨") and "浩子" in speaker_aliases("陈浩")
+    assert {"小明", "老欧阳"} <= speaker_aliases("欧阳明") and "阳明" not in speaker_aliases("欧阳明")  # surname 欧阳
+    assert named_speakers("小陈最近怎么样？", {"陈浩", "陈静"}) == set()  # 小陈 is both
+    assert named_speakers("浩子最近怎么样？", {"陈浩", "陈静"}) == {"陈浩"}
+    assert named_speakers("What does Dana run?", {"dana whitfield", "jon"}) == {"dana whitfield"}
+    assert named_speakers("What did Jon say to Gina?", {"jon", "jonas"}) == {"jon"}  # a whole name, not a prefix
+
+
+# ------------------------------------------------------------------------------------- turns that only ask
+
+def test_question_only_turns_lose_their_share() -> None:
+    from ripple.recall.merge import question_factors
+
+    turns = [
+        _Rec("q", "林晓雨：店名想好了吗"), _Rec("a", "陈浩：叫“慢半拍”，我表哥起的"),
+        _Rec("q2", "Caroline: Did you ever go back to Rome?"), _Rec("a2", "Melanie: Yes, twice!"),
+        _Rec("p", "Did you ever go back to Rome?"),  # no speaker: the whole text is the message
+    ]
+    assert question_factors(turns, 0.5) == {"q": pytest.approx(0.5), "q2": pytest.approx(0.5), "p": pytest.approx(0.5)}
+    assert question_factors(turns, 1.0) == {"q": 0.0, "q2": 0.0, "p": 0.0}
+    assert question_factors(turns, 0.0) == {}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_recall_puts_the_answer_above_the_question_it_answers(tmp_path: Path, embedder, extractor, lang: str) -> None:
+    """End to end: the question matches the query best, but the answer after it ranks first."""
+    from ripple import Memory, RecallConfig
+
+    turns = {
+        "en": ["Caroline: What did you name the coffee shop?", "Melanie: Slow Beat, my cousin picked it.",
+               "Caroline: I mostly read on weekends.", "Melanie: The garden needs water twice a week."],
+        "zh": ["林晓雨：咖啡店的名字想好了吗", "陈浩：叫“慢半拍”，我表哥起的",
+               "林晓雨：我周末一般在家看书", "陈浩：花园一周要浇两次水"],
+    }[lang]
+    query = {"en": "What is the name of the coffee shop?", "zh": "咖啡店叫什么名字？"}[lang]
+    off = RecallConfig().model_copy(update={"merge": RecallConfig().merge.model_copy(update={"question_weight": 0.0})})
+    with Memory(path=str(tmp_path / "s"), embedder=embedder, extractor=extractor) as mem:
+        mem.add_many([{"text": t, "user_id": "u", "session_id": "s1"} for t in turns])
+        before = mem.recall(query, user_id="u", k=4, touch=False, config=off)
+        assert before.hits[0].memory.text == turns[0]  # the question itself wins without the prior
+        on = mem.recall(query, user_id="u", k=4, touch=False)
+        assert on.hits[0].memory.text == turns[1]
