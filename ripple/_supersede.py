@@ -41,7 +41,8 @@ from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from extractors.frames import (
-    AMOUNT, DATE, FUTURE, IDENT, NAME, NUMERIC, PERSON, PHRASE, PLACEHOLDERS, PROPER, RATE, TEMPORAL, UNRESOLVED, WEEKDAY,
+    AMOUNT, DATE, FUTURE, IDENT, NAME, NUMERIC, PERSON, PHRASE, PLACEHOLDERS, PROPER, RATE, TEMPORAL, TIME, UNRESOLVED,
+    WEEKDAY,
     Frame, Slot,
     value_group, value_groups,
 )
@@ -118,11 +119,21 @@ class FrameView:
     changeable: bool  # a slot that can be the new value of a pair (free, not an identifier): see :func:`match`
 
 
+def _twelve_hour(norm: str) -> str:
+    """A time of day on the 12-hour clock ("15:00" -> "3:00"): chat leaves the half of the day out ("三点", "at 3"),
+    so times compare on the clock face, and their parts of the day (``DAYPART``: "下午三点" is "pm") where both
+    texts say one ("3pm" / "3am" differ, "下午三点" / "三点" do not)."""
+    hour, sep, minute = norm.partition(":")
+    if not sep or not hour.isdigit():
+        return norm
+    return f"{int(hour) % 12 or 12}:{minute}"
+
+
 def _value_of(slot: Slot, frame: Frame) -> _Value:
     kind = _TEMPORAL_KIND if slot.kinds <= TEMPORAL else slot.kinds - _RATE_KIND or slot.kinds
     temporal: dict[str, set[str]] = {}
     for k, norm in slot.norms:
-        temporal.setdefault(k, set()).add(norm)
+        temporal.setdefault(k, set()).add(_twelve_hour(norm) if k == TIME else norm)
     named = bool(slot.kinds & _NAMES)
     negated = any(0 <= slot.start - end <= 2 for end in frame.negations)  # "isn't 60k", "不是14号"
     free = not negated and not (slot.weak and slot.kinds & _NAMES - {PHRASE} and not frame.strong) and not (

@@ -22,7 +22,7 @@ def _values(ex, text: str) -> list[tuple[str, str]]:
         ("The launch is March 3.", [("date", "m3-d3")]),
         ("The review moved to the 21st.", [("date", "d21")]),
         ("Standup is at 9:45 from now on.", [("time", "9:45")]),
-        ("Check-in is at 3pm.", [("time", "15:00")]),
+        ("Check-in is at 3pm.", [("daypart", "pm"), ("time", "15:00")]),  # (the half of the day: see daypart())
         ("Piano is on Wednesdays.", [("weekday", "wed")]),
         ("Sprints are two weeks long.", [("duration", "2 week")]),
         ("My number is 07700 900142.", [("phone", "07700900142")]),
@@ -41,7 +41,7 @@ def test_english_values(extractor, text: str, expected: list[tuple[str, str]]) -
         ("预算砍到六万了。", [("amount", "60000")]),
         ("会员年费是三百九十八元。", [("money", "398")]),
         ("团队有十二个人。", [("count", "12")]),
-        ("例会改成周五下午两点。", [("time", "14:00"), ("weekday", "五")]),
+        ("例会改成周五下午两点。", [("daypart", "pm"), ("time", "14:00"), ("weekday", "五")]),
         ("上线推迟到五月九号了。", [("date", "m5-d9")]),
         ("迭代周期改成三周了。", [("duration", "3 week")]),
         ("我的手机号是13800001111。", [("phone", "13800001111")]),
