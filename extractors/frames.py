@@ -67,7 +67,7 @@ from .normalize import CHAT_WORDS
 from .text import STOPWORDS_EN, STOPWORDS_ZH, _jieba, has_cjk, lexical_tokens
 from .values import normalize_value, parse_number
 
-__all__ = ["Value", "Slot", "Frame", "frames_of", "daypart", "DAYPART", "TIME", "change_markers", "value_groups", "value_group", "content_words", "TEMPORAL", "NUMERIC", "AMOUNT", "MONEY", "COUNT",
+__all__ = ["Value", "Slot", "Frame", "frames_of", "daypart", "unclipped", "DAYPART", "TIME", "HANDLE", "change_markers", "value_groups", "value_group", "content_words", "TEMPORAL", "NUMERIC", "AMOUNT", "MONEY", "COUNT",
            "NAME", "PERSON", "PROPER", "IDENT", "RATE", "PHRASE", "PLACEHOLDERS", "UNRESOLVED"]
 
 # value classes: two values compare only inside one class
@@ -78,6 +78,9 @@ AMOUNT, MONEY, COUNT, DATE, WEEKDAY, TIME, FUTURE, YEAR, DURATION, EMAIL, PHONE,
 #: A part of the day ("Monday morning", "周一上午", "明天下午"): said alone, or implied by a time of day whose hour
 #: is not in doubt ("3pm", "15:00", "下午三点"); see :func:`daypart`.
 DAYPART = "daypart"
+#: An account name ("zhang888", "zhangsan_2026", "@dana_w"): letters with digits or underscores, what a WeChat,
+#: Telegram or game handle looks like; it compares only with another handle.
+HANDLE = "handle"
 PERSON = "person"  # a name tagged as a person: it takes the place of a person
 PROPER = "proper"  # a proper noun of no known type (spaCy's PROPN, jieba's nz/nrt): a person or another name
 _NAME_KINDS = frozenset({NAME, PERSON, PROPER, PHRASE})
@@ -86,7 +89,7 @@ _PROPER_NAMES = frozenset({NAME, PERSON, PROPER})
 NUMERIC = frozenset({AMOUNT, MONEY, COUNT})
 TEMPORAL = frozenset({DATE, WEEKDAY, TIME, FUTURE, YEAR, DAYPART})
 PLACEHOLDERS = {AMOUNT: "NUMBER", MONEY: "NUMBER", COUNT: "NUMBER", DATE: "DATE", WEEKDAY: "DAY", TIME: "TIME", FUTURE: "DATE", YEAR: "YEAR",
-                DAYPART: "TIME",
+                DAYPART: "TIME", HANDLE: "HANDLE",
                 DURATION: "DURATION", EMAIL: "EMAIL", PHONE: "PHONE", IDENT: "CODE", NAME: "NAME", PAST: "DATE",
                 RATE: "per unit", PHRASE: "SOMETHING", PERSON: "NAME", PROPER: "NAME"}
 _NAMED_LABELS = frozenset({"PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "PROPN", "NORP", "EVENT", "WORK",
@@ -171,8 +174,15 @@ _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _F = re.IGNORECASE
 
 # (kind, pattern) in priority order: a span taken by one is not matched again
+_HANDLE_RE = re.compile(r"(?<![A-Za-z0-9_@.\-])@?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![A-Za-z0-9_@\-])"
+                        r"|(?<![A-Za-z0-9_@.\-])@?[A-Za-z]{4,}\d+[A-Za-z0-9_]*(?![A-Za-z0-9_@\-])")
+# a street address ("120 Market Street", "88 Harbour Road"): one value, whatever the tagger makes of its words
+_ADDRESS_RE = re.compile(r"\b\d{1,5}[A-Za-z]?\s+(?:(?-i:[A-Z])[\w'-]*\s+){1,3}(?-i:Street|St|Road|Rd|Avenue|Ave|Lane|Ln"
+                         r"|Boulevard|Blvd|Drive|Way|Place|Square|Court|Crescent|Terrace|Close|Row|Parkway|Highway)\b")
 _EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (EMAIL, re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
+    (NAME, _ADDRESS_RE),
+    (HANDLE, _HANDLE_RE),
     (PHONE, re.compile(r"(?<![\w.,])\+?\d[\d \-().]{5,}\d(?![\w.,]?\d)")),
     (PAST, re.compile(r"\b(?:yesterday|last\s+(?:night|week|weekend|month|year|summer|winter|spring|fall|autumn|time"
                       r"|(?:mon|tue|tues|wed|wednes|thu|thur|thurs|fri|sat|satur|sun)(?:day)?|the\s+other\s+day)"
@@ -209,7 +219,7 @@ _MONTH_NEEDLES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep",
 _NUMBER_NEEDLES = ("0", *(w.split()[-1] for w in _NUMBER_WORDS))
 # what a text must contain (lower-cased; "0" for any digit) for each of _EN_PATTERNS to be tried
 _EN_NEEDLES: tuple[tuple[str, ...], ...] = (
-    ("@",), ("0",), ("yesterday", "last", "ago", "earlier", "morning", "other day"), ("0",),
+    ("@",), ("0",), ("0", "_"), ("0",), ("yesterday", "last", "ago", "earlier", "morning", "other day"), ("0",),
     ("0", "noon", "midnight"), ("per ", "each ", "every "), ("0", *_MONTH_NEEDLES), ("day",),
     ("min", "hour", "hr", "day", "week", "month", "year", "yr"),
     ("today", "tonight", "tomorrow", "this ", "next ", "coming "), ("morning", "afternoon", "evening", "night"),
@@ -228,6 +238,7 @@ _ZH_DAYPARTS = {"凌晨": "am", "早上": "am", "早晨": "am", "上午": "am", 
 _ZH_DAYPART = "|".join(_ZH_DAYPARTS)
 _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (EMAIL, re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.ASCII)),
+    (HANDLE, _HANDLE_RE),
     (PHONE, re.compile(r"(?<!\d)(?:1[3-9]\d{9}|\d{3,4}-\d{7,8}|\d{7,8})(?!\d)")),
     (YEAR, re.compile(r"(?:19|20)\d{2}年")),
     (TIME, re.compile(rf"(?:(?:上午|下午|晚上|早上|中午|凌晨|傍晚|夜里|早晨)\s*{_ZH_SMALL}点(?:半|一刻|三刻|{_ZH_SMALL}分?)?"
@@ -241,7 +252,7 @@ _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # a part of the day after the day it is of ("周一上午", "明天下午", "15号晚上"; see the English pattern)
     (DAYPART, re.compile(r"(?:(?<=[周][一二三四五六日天])|(?<=星期[一二三四五六日天])|(?<=礼拜[一二三四五六日天])"
                          r"|(?<=[号日])|(?<=今天)|(?<=明天)|(?<=后天))\s*(?:" + _ZH_DAYPART + ")")),
-    (DURATION, re.compile(rf"{_ZH_NUMERAL}个?(?:分钟|小时|天|周|星期|个月|年)(?![一二三四五六日天号])")),
+    (DURATION, re.compile(rf"{_ZH_NUMERAL}个?(?:分钟|小时|天|周|星期|个月|年)(?![一二三四五六日天号级])")),  # (二年级: a grade)
     (RATE, re.compile(r"每(?:个)?(?:分钟|小时|天|晚|周|星期|月|年|人|位|席位|个席位|座)")),
     (MONEY, re.compile(rf"[¥￥]\s*{_ZH_NUMERAL}|{_ZH_NUMERAL}\s*(?:元|块钱|块|美元|欧元|英镑|日元|万元)")),
     (IDENT, re.compile(r"[A-Za-z]{1,3}-?\d+(?:\.\d+)*[A-Za-z]?")),
@@ -250,9 +261,9 @@ _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _ZH_NUM_NEEDLES = ("0", *"零〇一二两三四五六七八九十百千万亿")
 _ZH_NEEDLES: tuple[tuple[str, ...], ...] = (
-    ("@",), ("0",), ("0",), ("点", ":", "："), ("月", "号", "日"), ("周", "星期", "礼拜"),
+    ("@",), ("0", "_"), ("0",), ("0",), ("点", ":", "："), ("月", "号", "日"), ("周", "星期", "礼拜"),
     ("昨", "前", "上周", "上个", "上星期", "去年", "刚", "以前", "之前", "那天"),
-    ("今", "明", "后天", "下周", "下个", "下星期", "本周", "这周", "这个月", "本月", "底"), _ZH_DAYPART.split("|"),
+    ("今", "明", "后天", "下周", "下个", "下星期", "本周", "这周", "这个月", "本月", "底"), tuple(_ZH_DAYPARTS),
     ("分钟", "小时", "天", "周", "星期", "月", "年"), ("每",),
     ("¥", "￥", "元", "块", "美元", "欧元", "英镑", "日元"), ("0",), _ZH_NUM_NEEDLES,
 )
@@ -268,7 +279,7 @@ _STRONG_EN = re.compile(
     r"|stepped\s+down|resigned|retired|left\s+(?:the|our|my|his|her|their)\s+(?:company|team|firm|job|group|project)"
     r"|left(?=\s+(?-i:[A-Z])\w+\s*(?:$|[,;.!]))"  # "sis left Deloitte, she's at KPMG now": the old value was left
     r"|slipp(?:ed|ing)|slid|shift(?:ed|ing|s)|switch(?:ed|ing|es)?(?!\s+(?:off|on)\b)|swapp(?:ed|ing)|swap|replac(?:ed|ing|es)"
-    r"|took\s+over|tak(?:e|es|ing)\s+over|taken\s+over|handed\s+over|reschedul(?:ed|ing)|postpon(?:ed|ing)"
+    r"|took\s+over|tak(?:e|es|ing)\s+over|taken\s+over|hand(?:ed|s|ing)?(?=\s+(?:[\w'-]+\s+){0,3}?over\b)|reschedul(?:ed|ing)|postpon(?:ed|ing)"
     r"|delay(?:ed|ing)|extend(?:ed|ing)|brought\s+forward|moved\s+up|pulled\s+in|rais(?:ed|ing)|increas(?:ed|ing)"
     r"|bump(?:ed|ing)?|went\s+(?:up|down)|gone\s+(?:up|down)|grew|grown|rose|risen|jump(?:ed|ing)|dropp(?:ed|ing)"
     r"|fell|fallen|cut|reduc(?:ed|ing)|lower(?:ed|ing)|decreas(?:ed|ing)|relocat(?:ed|ing)|joined|quit|promoted"
@@ -284,7 +295,7 @@ _STRONG_ZH = re.compile(
     _RESULT_ZH + r"|换[\u4e00-\u9fff]{1,3}?了|卖了|卖掉|升职|晋升|加入了|辞了|"  # (the counterparts of "sold", "promoted", "joined", "quit")
     r"改到|改成|改为|改在|改约|改签|改由|换成|换到|换了|换号|换人|换邮箱|搬到|搬去|搬了|挪到|推迟|延期|延到|延迟|延误|提前|调到|调成"
     r"|调整|涨到|涨价|加到|扩到|降到|减到|砍到|压到|变成|变为|不再|接手|接任|离职|跳槽|转岗|转学|迁到|升级|定在|调走|辞职|退休"
-    r"|不对|错了|口误|更正|纠正|我是说|我的意思是")
+    r"|不对|错了|口误|更正|纠正|我是说|我的意思是|交给|转交|移交|交接给")
 _WEAK_ZH = re.compile(r"现在|已经|以后|起|新|更新|最后|最终|涨了|降了|了$|了[。！!]")
 _CHANGE_EN = re.compile(f"{_STRONG_EN.pattern}|{_WEAK_EN.pattern}", _F)
 _CHANGE_ZH = re.compile(f"{_STRONG_ZH.pattern}|{_WEAK_ZH.pattern}")
@@ -329,8 +340,10 @@ _VOCATIVE_LEADS = CHAT_WORDS | frozenset(
     " night evening afternoon happy birthday love you ah oh haha lol 嗨 哈喽 哇 加油 亲爱的 哎 喂".split())
 _NEGATION_EN = re.compile(r"\b(?:not|never|no|isn't|aren't|wasn't|won't|don't|doesn't|didn't|n't)\b", _F)
 _NEGATION_ZH = re.compile(r"不是|不在|没有|没|不")
+_NEGATED_COPULA_ZH = re.compile(r"不是|不在")
 # Words that tell which version of a thing, not which thing: "the new budget" is the budget.
 _VERSION_WORDS = frozenset("new current updated revised final latest official old previous original".split())
+_VERSION_WORDS_ZH = frozenset("新 旧 老 原来 原先 现在 目前 以前 之前 最新 新新".split())
 _GENERIC_EN = frozenset(
     "people person thing time day week month year number one lot bit way now same usual".split()
 )
@@ -630,9 +643,7 @@ def _segmented_words(text: str, lang: str) -> list[str]:
                     ch.isalnum() for ch in w):
                 out.append(w)
         return out
-    if _ABBREVIATED_EN.search(text):
-        text = _ABBREVIATED_EN.sub(lambda m: _ABBREVIATIONS_EN[m.group().lower()], text)
-    return [w for w in lexical_tokens(text) if w not in _GENERIC_EN and w not in _VERSION_WORDS
+    return [w for w in lexical_tokens(unclipped(text)) if w not in _GENERIC_EN and w not in _VERSION_WORDS
             and w not in _INTERJECTIONS]
 
 
@@ -648,6 +659,14 @@ _ABBREVIATIONS_EN = {
     "num": "number", "tel": "telephone", "wk": "week", "wks": "weeks", "yr": "year", "yrs": "years",
 }
 _ABBREVIATED_EN = re.compile(r"(?<![\w'-])(?:" + "|".join(map(re.escape, _ABBREVIATIONS_EN)) + r")(?![\w'-])", _F)
+
+
+def unclipped(text: str) -> str:
+    """``text`` with the chat clippings of ``_ABBREVIATIONS_EN`` written out (for its words, and for the masked
+    clause the embedder compares: a sentence model does not know "mtg" either)."""
+    if _ABBREVIATED_EN.search(text):
+        return _ABBREVIATED_EN.sub(lambda m: _ABBREVIATIONS_EN[m.group().lower()], text)
+    return text
 
 
 def _clauses(message: str, lang: str) -> list[tuple[int, int]]:
@@ -744,6 +763,11 @@ def _named_values(ex: Extraction, full: str, offset: int, typed: list[Value], sp
     for m in _AMPERSAND_NAME.finditer(full, offset):  # "AT&T", "H&M", "P&G": a name the tagger may not read
         if not any(v.start < m.end() and m.start() < v.end for v in (*typed, *names)):
             names.append(Value(NAME, m.group().lower(), m.start(), m.end(), m.group()))
+    if lang == "zh":
+        for m in _FAMILIAR_NAME_ZH.finditer(full, offset):  # "小陈", "老张", "刘工", "王总": a person, tagged or not
+            if not any(v.start < m.end() and m.start() < v.end for v in (*typed, *names)):
+                names.append(Value(PERSON, m.group(), m.start(), m.end(), m.group()))
+    names = [v for v in names if not (_REPORTING_ZH if lang == "zh" else _REPORTING_EN).match(full, v.end)]
     low = full.lower()
     for f in ex.facts:
         if f.attribute not in _NAME_FACTS:
@@ -759,6 +783,17 @@ def _named_values(ex: Extraction, full: str, offset: int, typed: list[Value], sp
 
 
 _SENTENCE_END = ".!?。！？\n"
+# Who said it is not what was said: "HR说年会预算砍到15万", "Priya said the review moved to 3pm".
+_REPORTING_EN = re.compile(r"\s+(?:said|says|told|tells|mentioned|announced|confirmed|wrote|emailed|texted)\b", _F)
+_REPORTING_ZH = re.compile(r"\s*(?:说|讲|表示|通知|告诉|提到|反馈|回复|发消息)")
+# The familiar forms Chinese chat names people by: 小/老 + surname ("小陈", "老张"), 阿 + a name ("阿杰"), surname +
+# a title ("刘工", "王总", "张老师").  Surnames that make common words after 小/老 are left out ("小时", "小区",
+# "小程序", "小于", "小白", "小龙虾", "小钱"), as are 阿姨 and 阿公 (relations) and the words a title character
+# starts ("工作", "工资", "总共", "总结"; "这周总共" is no 周总).
+_SURNAMES_ZH = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘蒋蔡杜叶苏魏吕丁沈姚卢姜崔谭陆汪范贾夏韦邹孟熊秦邱尹薛闫段雷侯陶黎贺顾毛郝龚邵严覃武戴莫孔汤"
+_FAMILIAR_NAME_ZH = re.compile(rf"(?:小|老)[{_SURNAMES_ZH}](?!末)"
+                               r"|阿(?!姨|里|拉|公|婆|爸|妈)[\u4e00-\u9fff](?=[^\u4e00-\u9fff]|$|[是在的了跟负说去来做和也都还])"
+                               rf"|(?<![这上下本每])[{_SURNAMES_ZH}](?:工(?![作程人厂资具])|总(?![共结是体之监部额数计])|老师|经理|医生|律师)")
 _AMPERSAND_NAME = re.compile(r"\b[A-Z][A-Za-z]{0,3}&[A-Z][A-Za-z]{0,3}\b")
 # what may follow a name's "'s" when the "'s" ends the name, not a possessive of a noun after it: "switched him
 # to St. Anne's after half term", "I shop at Sainsbury's now", "at McDonald's, ..."
@@ -854,10 +889,12 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
             # "I switched dentists, I go to Dr. Okafor now": a clause that names nothing its value is of
             # is about the change the one before announced
             pa, pb = clauses[k - 1]
-            # (its words, not its values: "sis left Deloitte, she's at KPMG now" is about the sister, and
-            # Deloitte is the value the new one replaces, not a word of what it is about)
-            before = _frame(full, pa + offset, pb + offset,
-                            tuple(v for v in values if pa + offset <= v.start < pb + offset), nominal, lang, me)
+            # (its words, not its values of the kind this clause states: "sis left Deloitte, she's at KPMG now" is
+            # about the sister, and Deloitte is the value the new one replaces, not a word of what it is about;
+            # "Tom got a new number, it's 555-0178" keeps Tom)
+            mine = {value_group(v.kind) for v in vals}
+            before = _frame(full, pa + offset, pb + offset, tuple(
+                v for v in values if pa + offset <= v.start < pb + offset and value_group(v.kind) in mine), nominal, lang, me)
             frame = replace(frame, words=before.words + frame.words, nominal=before.nominal | frame.nominal,
                             subjects=before.subjects | frame.subjects)
         if not shared:
@@ -990,11 +1027,14 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
         related = [m.group(1) for m in _POSSESSIVE_ZH.finditer(clause)]
         for m in re.finditer(r"([\w]+?)的", clause):
             owner = _words(m.group(1), lang)
+            if owner and owner[-1] in _VERSION_WORDS_ZH:
+                continue  # "新的是zhangsan_2026": the new one, nobody's
             if owner and not _SELF_ZH.fullmatch(m.group(1)[-2:]) and not _SELF_ZH.fullmatch(m.group(1)[-1:]):
                 subjects.add(owner[-1])
     else:
         selves = len(_SELF_EN.findall(clause))
-        related = [m.group(1).lower() for m in _POSSESSIVE_EN.finditer(clause) if m.group(1).lower() in _RELATIONS_EN]
+        related = [w for m in _POSSESSIVE_EN.finditer(clause)
+                   if (w := _ABBREVIATIONS_EN.get(m.group(1).lower(), m.group(1).lower())) in _RELATIONS_EN]
         for m in re.finditer(r"\b(\w+)'s\b", clause):
             owner = _words(m.group(1), lang)
             if any(v.start <= a + m.start() < v.end for v in values):
@@ -1016,7 +1056,8 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
     slots = _slots(full, values, lang)
     return Frame(clause=clause, start=a, slots=slots, groups=frozenset(value_group(k) for x in slots for k in x.kinds),
                  words=words, nominal=frozenset(nominal),
-                 subjects=frozenset(subjects), masked=re.sub(r"\s+", " ", "".join(masked)).strip(),
+                 subjects=frozenset(subjects),
+                 masked=re.sub(r"\s+", " ", "".join(masked) if lang == "zh" else unclipped("".join(masked))).strip(),
                  addition=addition, negations=negations, running=running,
                  limit=limit)
 
@@ -1042,4 +1083,6 @@ _NOT_OWNERS = frozenset("it that what there here he she who let where how today"
 def _strip_markers(text: str, lang: str) -> str:
     pattern = _CHANGE_ZH if lang == "zh" else _CHANGE_EN
     text = pattern.sub(" , ", text)
+    if lang == "zh":  # (a negated copula says which value is not, it is no word of what: "是苏州不是上海")
+        text = _NEGATED_COPULA_ZH.sub(" , ", text)
     return (_ADDITION_ZH if lang == "zh" else _ADDITION_EN).sub(" , ", text)
