@@ -322,3 +322,51 @@ def test_a_parse_kept_by_text_never_brings_back_a_memory_that_is_gone(mem: Memor
     f = say(mem, second, 5, session="s6")  # what e said is retracted: nothing active to replace
     assert mem.get(f.id).status == "active" and "supersedes" not in (mem.get(f.id).metadata.get("ripple") or {})
     assert mem.get(e.id).status == "invalidated"
+
+
+# Values read by class (issue 16, the value stage; each failed to supersede before its fix): times said with a
+# part of the day or on the 12-hour clock, a time after a colon, names the tagger reads in part (an &-name, a
+# place name ending in 's, the familiar form of a Chinese name, a handle, a street address), chat clippings of
+# the attribute word, a pronoun clause naming the new value, and a denial of the old value.
+VALUE_CLASSES = [
+    ("周会是15:00开始。", "周会改到下午三点半了。"),
+    ("读书会在周六上午。", "读书会改到周六下午了。"),
+    ("My phone plan is with Verizon.", "I switched my phone plan to AT&T."),
+    ("这个模块的负责人是小王。", "这个模块交给老李负责了。"),
+    ("老周的微信号是zhou1985。", "老周换微信了，新的是zhou_1985a。"),
+    ("Our office is at 14 Mill Lane.", "We moved, the office is at 220 King Road now."),
+    ("The team meeting is on Tuesdays at 10:00.", "The team mtg moved to Thursdays."),
+    ("My brother works at Deloitte.", "My brother left Deloitte, he's at KPMG now."),
+    ("下周去杭州开会。", "哦，开会是去宁波不是杭州。"),
+]
+
+
+@pytest.mark.parametrize("old_text,new_text", VALUE_CLASSES, ids=[u[1] for u in VALUE_CLASSES])
+def test_a_change_of_a_value_read_by_class_supersedes(mem: Memory, old_text: str, new_text: str) -> None:
+    old = say(mem, old_text, 0)
+    new = say(mem, new_text, 1, session="s2")
+    assert mem.get(old.id).status == "superseded" and mem.get(new.id).status == "active"
+
+
+@pytest.mark.parametrize("old_text,new_text", [
+    ("复盘会是下午三点。", "复盘会还是三点。"),  # the same time on the 12-hour clock
+    ("周会在周一上午。", "周会在周一上午十点。"),  # (a guard, as before: a time within the part of the day said)
+], ids=["zh-12h", "zh-within"])
+def test_a_time_without_its_half_of_the_day_is_the_same_time(mem: Memory, old_text: str, new_text: str) -> None:
+    old = say(mem, old_text, 0)
+    say(mem, new_text, 1, session="s2")
+    assert mem.get(old.id).status == "active" and mem.conflicts(user_id="u1") == []
+
+
+def test_times_compare_on_the_12_hour_clock_and_their_half_of_the_day(extractor: Any) -> None:
+    """"3pm" and "3:00" are one time; "3pm" and "3am", "周一上午" and "周一下午三点" are not."""
+    from ripple._supersede import structural_match
+    from extractors.frames import frames_of
+
+    def verdict(old: str, new: str) -> Any:
+        (a,), (b,) = frames_of(extractor.extract(old)), frames_of(extractor.extract(new))
+        return structural_match(a, b)
+
+    assert verdict("The review is at 3pm.", "The review is at 3:00 now.") is None
+    assert verdict("The review is at 3pm.", "The review is at 3am now.") is not None
+    assert verdict("周会在周一上午。", "周会改到周一下午三点了。") is not None
