@@ -52,9 +52,8 @@ _NOT_SPEAKERS = frozenset(
 
 _LATIN_WORD = r"[^\W\d_][\w'’.\-]*"
 _SPEAKER = re.compile(
-    rf"^(?P<lead>\s*)(?P<name>{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})?|[\u4e00-\u9fff]{{1,4}})[ \t]*[:：](?!//)(?!\d)[ \t]*"
+    rf"^(?P<lead>\s*)(?P<name>{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})?|[\u4e00-\u9fff]{{1,4}})[ \t]*[:：](?!//)[ \t]*"
 )
-# (a colon followed by a digit is a time of day or a ratio, "周会是15:00开始", "1:1", not the end of a speaker name)
 
 
 @dataclass(frozen=True, slots=True)

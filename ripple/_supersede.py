@@ -41,10 +41,9 @@ from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from extractors.frames import (
-    AMOUNT, DATE, FUTURE, IDENT, NAME, NUMERIC, PERSON, PHRASE, PLACEHOLDERS, PROPER, RATE, TEMPORAL, TIME, UNRESOLVED,
-    WEEKDAY,
+    AMOUNT, DATE, FUTURE, IDENT, NAME, NUMERIC, PERSON, PHRASE, PLACEHOLDERS, PROPER, RATE, TEMPORAL, UNRESOLVED, WEEKDAY,
     Frame, Slot,
-    unclipped, value_group, value_groups,
+    value_group, value_groups,
 )
 from extractors.text import has_cjk
 
@@ -119,21 +118,11 @@ class FrameView:
     changeable: bool  # a slot that can be the new value of a pair (free, not an identifier): see :func:`match`
 
 
-def _twelve_hour(norm: str) -> str:
-    """A time of day on the 12-hour clock ("15:00" -> "3:00"): chat leaves the half of the day out ("三点", "at 3"),
-    so times compare on the clock face, and their parts of the day (``DAYPART``: "下午三点" is "pm") where both
-    texts say one ("3pm" / "3am" differ, "下午三点" / "三点" do not)."""
-    hour, sep, minute = norm.partition(":")
-    if not sep or not hour.isdigit():
-        return norm
-    return f"{int(hour) % 12 or 12}:{minute}"
-
-
 def _value_of(slot: Slot, frame: Frame) -> _Value:
     kind = _TEMPORAL_KIND if slot.kinds <= TEMPORAL else slot.kinds - _RATE_KIND or slot.kinds
     temporal: dict[str, set[str]] = {}
     for k, norm in slot.norms:
-        temporal.setdefault(k, set()).add(_twelve_hour(norm) if k == TIME else norm)
+        temporal.setdefault(k, set()).add(norm)
     named = bool(slot.kinds & _NAMES)
     negated = any(0 <= slot.start - end <= 2 for end in frame.negations)  # "isn't 60k", "不是14号"
     free = not negated and not (slot.weak and slot.kinds & _NAMES - {PHRASE} and not frame.strong) and not (
@@ -236,12 +225,10 @@ def _value_change(old: FrameView, new: FrameView, marked: bool, old_words: Seque
     same_kind = [s for s in old_free if _comparable(s, vn, strong)]
     if same_kind:
         return same_kind[-1], vn, [s for s in old_free if s is not same_kind[-1]], []
-    # "I quit Initech and joined Globex": the old value is named again, as the one left; "出差是去苏州不是上海":
-    # as the one denied, which says as much as a marker that it was replaced
-    restated = [s for s in old_shared if _comparable(s, vn, strong)]  # ("Max" a person, "Leo" a proper noun)
-    denied = [s for s in restated if s.values & new.frame.denied]
-    if denied or marked and restated:
-        return (denied or restated)[-1], vn, old_free, []
+    if marked:  # "I quit Initech and joined Globex": the old value is named again, as the one left
+        restated = [s for s in old_shared if _comparable(s, vn, strong)]  # ("Max" a person, "Leo" a proper noun)
+        if restated:
+            return restated[-1], vn, old_free, []
     return None, None, old_free, new_free
 
 
@@ -374,9 +361,6 @@ def match(old_view: FrameView, new_view: FrameView, *, multi_valued: frozenset[s
         return None
     old_value, new_value = vo.slot.text, vn.slot.text
     reasons.append(f"value {old_value!r} -> {new_value!r}")
-    if vo.values & new.denied:  # "出差是去苏州不是上海", "I meant Wednesday, not Tuesday": the old value denied
-        marked = True
-        reasons.append("the old value denied")
     # slots that did not change are read as words: an unmatched name qualifies ("Falcon", "Vantage")
     old_set = frozenset(old_view.words | {w for a, s in enumerate(olds) if (s in old_left or old_as_words[a])
                                           and not s.rate_only for w in s.words})
@@ -415,8 +399,7 @@ def match(old_view: FrameView, new_view: FrameView, *, multi_valued: frozenset[s
     if new.marked or (marked and not only_new & nominal):
         # (the same attribute stands for a change marker only when the new clause adds no qualifier:
         # "Our budget is 50k" / "The budget for the team dinner is 800" may be another budget)
-        if new.marked or shared_attrs:
-            reasons.append("a change marker" if new.marked else "the same attribute")
+        reasons.append("a change marker" if new.marked else "the same attribute")
         level = HIGH
     elif shape == "same" and old.subjects == new.subjects and len(new_set) <= _SHORT:
         level = HIGH  # the old short statement word for word, with another value ("The venue is X")
@@ -444,10 +427,10 @@ def _mask(frame: Frame, slot: Slot | None) -> str:
     """The clause with the changed value replaced by its class ("The budget is NUMBER"): what the two
     statements say apart from the value."""
     if slot is None:
-        return unclipped(frame.clause)
+        return frame.clause
     if not slot.parts:
         a, b = slot.start - frame.start, slot.end - frame.start
-        return unclipped(f"{frame.clause[:a]}{PLACEHOLDERS[min(slot.kinds)]}{frame.clause[b:]}".strip())
+        return f"{frame.clause[:a]}{PLACEHOLDERS[min(slot.kinds)]}{frame.clause[b:]}".strip()
     # each value masked apart: the words between the values of one slot ("From next week the vendor sync
     # moves to 11:00") are what the statement says, not part of its value
     out, pos = [], 0
@@ -458,7 +441,7 @@ def _mask(frame: Frame, slot: Slot | None) -> str:
         out += [frame.clause[pos:a], PLACEHOLDERS[kind]]
         pos = b
     out.append(frame.clause[pos:])
-    return unclipped("".join(out).strip())  # (the embedder reads "mtg" as noise: "meeting")
+    return "".join(out).strip()
 
 
 def grade(v: Verdict, dense: float, *, high: float = DENSE_HIGH, medium: float = DENSE_MEDIUM

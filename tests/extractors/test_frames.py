@@ -22,7 +22,7 @@ def _values(ex, text: str) -> list[tuple[str, str]]:
         ("The launch is March 3.", [("date", "m3-d3")]),
         ("The review moved to the 21st.", [("date", "d21")]),
         ("Standup is at 9:45 from now on.", [("time", "9:45")]),
-        ("Check-in is at 3pm.", [("daypart", "pm"), ("time", "15:00")]),  # (the half of the day: see daypart())
+        ("Check-in is at 3pm.", [("time", "15:00")]),
         ("Piano is on Wednesdays.", [("weekday", "wed")]),
         ("Sprints are two weeks long.", [("duration", "2 week")]),
         ("My number is 07700 900142.", [("phone", "07700900142")]),
@@ -41,7 +41,7 @@ def test_english_values(extractor, text: str, expected: list[tuple[str, str]]) -
         ("预算砍到六万了。", [("amount", "60000")]),
         ("会员年费是三百九十八元。", [("money", "398")]),
         ("团队有十二个人。", [("count", "12")]),
-        ("例会改成周五下午两点。", [("daypart", "pm"), ("time", "14:00"), ("weekday", "五")]),
+        ("例会改成周五下午两点。", [("time", "14:00"), ("weekday", "五")]),
         ("上线推迟到五月九号了。", [("date", "m5-d9")]),
         ("迭代周期改成三周了。", [("duration", "3 week")]),
         ("我的手机号是13800001111。", [("phone", "13800001111")]),
@@ -179,51 +179,3 @@ def test_verbs_of_saying_or_receiving_name_no_change(text: str) -> None:
 def test_a_role_held_at_a_named_place_is_a_value(extractor, text: str, role: str) -> None:
     (frame,) = frames_of(extractor.extract(text))
     assert role in [s.text for s in frame.slots] and len(frame.slots) == 2
-
-
-# Values the frames did not read, by class (issue 16, the value stage): each row failed before its fix.
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        # a time of day is no clause end, and "周会是15" no speaker: the colon before digits is the time's
-        ("周会是15:00开始。", [("daypart", "pm"), ("time", "15:00")]),
-        # a part of the day after the day it is of is a value; a time whose half of the day is said carries it
-        ("读书会改到周六下午了。", [("daypart", "pm"), ("weekday", "六")]),
-        ("The sync moved to Thursday mornings.", [("daypart", "am"), ("weekday", "thu")]),
-        ("Priya said the review moved to 3pm.", [("daypart", "pm"), ("time", "15:00")]),  # (and who said it: no value)
-        ("HR说预算砍到15万", [("amount", "150000")]),
-        # 二年级 is a grade, not two years
-        ("我儿子上二年级。", [("amount", "2")]),
-        # names the tagger reads in part or not at all: an &-name, a place name ending in 's, a handle, an address
-        ("I switched to AT&T.", [("name", "at&t")]),
-        ("She moved to St. Anne's.", [("name", "st anne's")]),
-        ("老张的微信号是zhang888。", [("person", "老张"), ("handle", "zhang888")]),
-        ("Our office is at 120 Market Street.", [("name", "120 market street")]),
-        # a clause whose subject is a pronoun states its name ("Thanks, Mel!" does not)
-        ("She's at KPMG now.", [("name", "kpmg")]),
-        # the familiar forms of Chinese names are persons
-        ("这个需求的owner是小陈。", [("person", "小陈")]),
-    ],
-)
-def test_values_read_by_class(extractor, text: str, expected: list[tuple[str, str]]) -> None:
-    assert _values(extractor, text) == expected
-
-
-def test_parts_of_the_day_and_familiar_names_only_where_they_are_values(extractor) -> None:
-    """What the new value classes must not read: "morning" in a greeting or a habit, the words 小/老 and a
-    surname character start ("小程序", "小时", "这周总结"), and a name that owns a noun ("Anne's car")."""
-    assert _values(extractor, "Good morning! I run in the morning.") == []
-    assert _values(extractor, "小程序上线三个小时了") == [("duration", "3 hour")]
-    assert not [v for v in _values(extractor, "这周总结一下，小区物业还行") if v[0] == "person"]
-    assert ("name", "st anne's") not in _values(extractor, "St. Anne's car is blue, it cost 9,000 euros.")
-    assert _values(extractor, "Thanks, Mel!") == []
-
-
-def test_chat_clippings_name_the_attribute_word(extractor) -> None:
-    """"dentist appt", "team mtg", "sis": a clipped noun is the noun (the frames compare words)."""
-    def words(text: str) -> set[str]:
-        return {w for f in frames_of(extractor.extract(text)) for w in f.words}
-
-    assert {"dentist", "appointment"} <= words("My dentist appt is on May 3.")
-    assert "meet" in words("The team mtg moved to 10:00.") or "meeting" in words("The team mtg moved to 10:00.")
-    assert {f.subjects for f in frames_of(extractor.extract("My sis lives in Porto."))} == {frozenset({"sister"})}
