@@ -38,6 +38,11 @@ of those would be false).  ``--dataset synthetic`` measures the same on the temp
 gazetteer --no-dedup`` as the scale runs), where nearly every earlier turn of a template is the same
 statement with another value: the worst case for the pair tests.  Each run gives wall and CPU seconds
 (``time.process_time``) and the load average.
+``--chat`` writes each chat development set (the Chinese chat set ``zh/zh-chat-dev.json`` and the
+LoCoMo dev conversations) as real chat: every turn of a conversation through one ``add_many`` of its
+user, default settings, and reports per conversation the SUPERSEDES edges and the open conflicts
+(``Memory.conflicts``), each with the two texts: real chat rarely restates a fact with a new value,
+so what a rule change adds there is mostly false, and is read one by one.
 Results go to ``benchmarks/results/supersession/<label>.json`` (every item's
 outcome) and ``<label>.md`` (the tables).
 """
@@ -47,6 +52,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import shlex
 import tempfile
 import time
@@ -58,8 +64,8 @@ from typing import Any, Iterable, Sequence
 
 from benchmarks.datasets import PROJECT_ROOT, default_data_dir
 
-__all__ = ["SPLITS", "SEALED", "selected", "Item", "Turn", "Outcome", "load_items", "ingest", "score", "summarise",
-           "markdown", "register", "run"]
+__all__ = ["SPLITS", "SEALED", "CHAT_SETS", "selected", "Item", "Turn", "Outcome", "ChatCount", "load_items", "ingest",
+           "score", "summarise", "markdown", "chat_counts", "register", "run"]
 
 USER = "u"
 MODES = ("sequential", "batch")
@@ -290,11 +296,16 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--extractor", choices=("gazetteer",), default=None,
                         help="--cost --dataset synthetic: match the generator's names instead of parsing (spaCy/jieba)")
     parser.add_argument("--no-dedup", action="store_true", help="--cost: repeats not merged (as the scale runs)")
+    parser.add_argument("--chat", action="store_true",
+                        help="write the chat development sets (zh-chat-dev, LoCoMo dev) and count SUPERSEDES edges "
+                             "and conflicts per conversation instead")
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
     if args.cost:
         return run_cost(args, argv)
+    if args.chat:
+        return run_chat(args, argv)
     from ripple import Memory
     from ripple.embedding import default_embedder
     from extractors import default_extractor
@@ -310,7 +321,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     embedder, extractor = default_embedder(), default_extractor()
     extractor.extract_many(["warm up", "预热"])
     rows: list[dict[str, Any]] = []
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with tempfile.TemporaryDirectory(prefix="ripple-supersession-") as tmp:
         for n, item in enumerate(items):
             modes = ["sequential"] + (["batch"] if args.batch_all or item.cls == "out_of_order" else [])
@@ -320,14 +331,16 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                         out = ingest(mem, item, mode, order)
                     rows.append({"item": item.id, "lang": item.lang, "class": item.cls, "split": item.split,
                                  "mode": mode, "outcome": asdict(out), "score": score(item, out)})
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+    load = os.getloadavg()[0]
     splits = sorted({r["split"] for r in rows}) + (["all"] if len({r["split"] for r in rows}) > 1 else [])
     summary = {sp: summarise([r for r in rows if sp in ("all", r["split"])]) for sp in splits}
     table = "\n\n".join(f"Split `{sp}`:\n\n{markdown(summary[sp], raw_classes)}" for sp in splits)
     label = args.label or args.split
     args.out.mkdir(parents=True, exist_ok=True)
     header = {"type": "header", "data": str(path), "split": args.split, "lang": args.lang, "items": len(items),
-              "ingests": len(rows), "seconds": round(elapsed, 1), "git": git_info(), "machine": machine_info(),
+              "ingests": len(rows), "seconds": round(elapsed, 1),
+              "cpu_seconds": round(cpu, 1), "load": round(load, 1), "git": git_info(), "machine": machine_info(),
               "command": "python -m benchmarks " + shlex.join(argv), "time": datetime.now().isoformat(timespec="seconds")}
     (args.out / f"{label}.json").write_text(
         json.dumps({"header": header, "summary": summary, "rows": rows}, ensure_ascii=False, indent=1) + "\n",
@@ -336,7 +349,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         f"Supersession, split `{args.split}` ({len(items)} items, {len(rows)} ingests; "
         f"commit {str(header['git'].get('commit'))[:10]}):\n\n{table}\n", encoding="utf-8")
     print(table)
-    print(f"\n{len(items)} items, {len(rows)} ingests in {elapsed:.1f} s -> {args.out / (label + '.json')}")
+    print(f"\n{len(items)} items, {len(rows)} ingests in {elapsed:.1f} s (CPU {cpu:.1f} s of this process, "
+          f"load {load:.1f}) -> {args.out / (label + '.json')}")
     if args.show_errors:
         by_id = {it.id: it for it in items}
         for r in rows:
@@ -360,7 +374,6 @@ def run_cost(args: argparse.Namespace, argv: list[str]) -> int:
 
     Each run reports wall seconds and the CPU seconds of this process (``time.process_time``: on a
     shared machine the wall clock measures the other jobs too) and the load average after it."""
-    import os
     import statistics
 
     from ripple import LifecycleConfig, Memory
@@ -428,4 +441,75 @@ def run_cost(args: argparse.Namespace, argv: list[str]) -> int:
                                             encoding="utf-8")
     print(f"median turns/s: on {rate[True]:.1f}, off {rate[False]:.1f}; on/off = {ratio:.3f}; per CPU second: "
           f"on {cpu_rate[True]:.1f}, off {cpu_rate[False]:.1f}; on/off = {cpu_ratio:.3f} -> {args.out / (label + '.json')}")
+    return 0
+
+
+# --------------------------------------------------------------------------- real chat
+
+
+#: The chat development sets ``--chat`` writes (LoCoMo format, under the data directory).
+CHAT_SETS = ("zh/zh-chat-dev.json", "locomo/locomo-dev.json")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCount:
+    """What one conversation's chat wrote besides its memories: SUPERSEDES edges and open conflicts,
+    each as ``(older text, newer text)`` so that a new one can be read."""
+
+    conversation: str
+    turns: int
+    supersedes: tuple[tuple[str, str], ...]
+    conflicts: tuple[tuple[str, str], ...]
+
+
+def chat_counts(mem: Any, turns: Sequence[dict[str, Any]]) -> list[ChatCount]:
+    """Write ``turns`` (``add_many`` payloads with ``user_id``, in conversation order) into ``mem``,
+    one ``add_many`` per user as a chat client would batch a conversation, and count per user."""
+    users = list(dict.fromkeys(t["user_id"] for t in turns))
+    out = []
+    for user in users:
+        mine = [t for t in turns if t["user_id"] == user]
+        mem.add_many(mine)
+        texts = {m.id: m.text for m in mem.get_all(user_id=user)}
+        edges = tuple((texts.get(r["dst"], r["dst"]), texts.get(r["src"], r["src"])) for r in mem.export(user_id=user)
+                      if r["type"] == "edge" and r["edge"] == "SUPERSEDES")
+        conflicts = tuple((c.old.text, c.new.text) for c in mem.conflicts(user_id=user))
+        out.append(ChatCount(user, len(mine), edges, conflicts))
+    return out
+
+
+def run_chat(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--chat``: the chat development sets written with default settings (see the module docstring)."""
+    from ripple import Memory
+
+    from benchmarks.datasets import load_locomo
+    from benchmarks.run import git_info, machine_info
+
+    results: dict[str, list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory(prefix="ripple-supersession-chat-") as tmp:
+        for n, name in enumerate(CHAT_SETS):
+            data = load_locomo(default_data_dir() / name)
+            turns = [{"text": d.text, "user_id": d.user_id, "session_id": d.session_id, "at": d.at} for d in data.docs]
+            c0 = time.process_time()
+            with Memory(path=f"{tmp}/{n}") as mem:
+                counts = chat_counts(mem, turns)
+            cpu = time.process_time() - c0
+            results[name] = [asdict(c) for c in counts]
+            print(f"\n{name}: {len(turns)} turns, CPU {cpu:.1f} s (load {os.getloadavg()[0]:.1f})")
+            print("| conversation | turns | SUPERSEDES | conflicts |\n|---|---|---|---|")
+            for c in counts:
+                print(f"| {c.conversation} | {c.turns} | {len(c.supersedes)} | {len(c.conflicts)} |")
+            print(f"| **all** | {len(turns)} | {sum(len(c.supersedes) for c in counts)} | "
+                  f"{sum(len(c.conflicts) for c in counts)} |")
+            for c in counts:
+                for what, pairs in (("supersedes", c.supersedes), ("conflict", c.conflicts)):
+                    for old, new in pairs:
+                        print(f"  {c.conversation} {what}: {old!r}\n      -> {new!r}")
+    header = {"type": "header", "sets": list(CHAT_SETS), "git": git_info(), "machine": machine_info(),
+              "command": "python -m benchmarks " + shlex.join(argv), "time": datetime.now().isoformat(timespec="seconds")}
+    label = args.label or "chat"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{label}.json").write_text(json.dumps({"header": header, "sets": results}, ensure_ascii=False,
+                                                       indent=1) + "\n", encoding="utf-8")
+    print(f"-> {args.out / (label + '.json')}")
     return 0

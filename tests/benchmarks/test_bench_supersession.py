@@ -92,3 +92,29 @@ def test_a_wrong_supersession_costs_precision_and_a_conflict_on_a_missed_pair_is
     assert (s["hits"], s["flagged"], s["false_flags"]) == (0, 1, 0)
     rows = [{"class": "update", "lang": "en", "mode": "sequential", "score": s}]
     assert summarise(rows)["pooled"]["all"]["flagged"] == 1
+
+
+def test_chat_counts_supersessions_and_conflicts_per_conversation(tmp_path, embedder, extractor) -> None:
+    """``--chat``'s counting on a tiny inline chat: one conversation states a change (one SUPERSEDES
+    edge), one a budget and another budget said without a marker (one conflict to review), one
+    nothing that changes (zero of both); each is counted for its own conversation, with its texts."""
+    from datetime import timedelta
+
+    from ripple import Memory
+
+    from benchmarks.supersession import chat_counts
+
+    t0 = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+    chat = {
+        "moves": ["Ana: I live in Leeds.", "Ana: We moved to Manchester last month, I live in Manchester now."],
+        "budgets": ["Bo: Our budget is 50,000 CNY.", "Bo: The budget for the team dinner is 800 CNY."],
+        "quiet": ["Cy: 我今天去公园散步了。", "Cy: 天气很好，心情不错。"],
+    }
+    turns = [{"text": text, "user_id": user, "session_id": f"{user}-{n}", "at": t0 + timedelta(days=n)}
+             for user, texts in chat.items() for n, text in enumerate(texts)]
+    with Memory(path=str(tmp_path / "chat"), embedder=embedder, extractor=extractor) as mem:
+        counts = {c.conversation: c for c in chat_counts(mem, turns)}
+    assert list(counts) == list(chat) and all(c.turns == 2 for c in counts.values())
+    assert counts["moves"].supersedes == ((chat["moves"][0], chat["moves"][1]),) and counts["moves"].conflicts == ()
+    assert counts["budgets"].supersedes == () and counts["budgets"].conflicts == ((chat["budgets"][0], chat["budgets"][1]),)
+    assert counts["quiet"].supersedes == () == counts["quiet"].conflicts
