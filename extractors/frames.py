@@ -142,6 +142,7 @@ class Frame:
     denied: frozenset[str] = frozenset()  # values the text negates ("won't make June 30", "not 8", "不是14号")
     running: bool = False  # the clause states an amount so far or left ("spent 6,000 so far", "已经花了四千", "还剩三百")
     limit: bool = False  # the clause names a limit ("budget", "capped at", "quota", "预算", "上限", "最多")
+    delta: bool = False  # the clause states a change *by* an amount ("another 2k", "up by 10%", "又多花了两万", "要加三万")
     names: frozenset[str] = frozenset()  # words of the names that qualify a noun in the clause ("the Lisbon office")
     text_names: frozenset[str] = frozenset()  # words of every name of the text, qualifying or a value
 
@@ -304,6 +305,39 @@ _RUNNING_EN = re.compile(
     r"\b(?:spent|burn(?:ed|t|ing)\s+through|used\s+up|us(?:ed|ing)(?!\s+to\b)|consumed|so\s+far|to\s+date"
     r"|remaining|(?:have|has|had|'ve)\b[^.;!?]{0,40}\bleft)\b", _F)
 _RUNNING_ZH = re.compile(r"花了|花掉|花费了|用了|用掉|用去|休了|消耗了|调用了|还剩|剩下|剩余|到现在|到目前为止|迄今|截至目前|累计")
+# Deltas: a change *by* an amount, not *to* one ("we spent another 2,000", "rent went up by 10%", "又多花了两万",
+# "要加三万", "涨了五百"): it says what changed, not what the value is now, so it neither replaces a stated value
+# nor is replaced by one (see ``Frame.delta``).  The amount must follow the verb: "加了个净水器" adds a thing.
+_NUMBER_AHEAD = r"(?=\s*(?:[$€£¥]\s?)?\d|\s*[一二两三四五六七八九十百千万几半][\d一二两三四五六七八九十百千万几点块元个]*(?:块|元|万|千|百|%|个点|成))"
+_DELTA_EN = re.compile(
+    r"\b(?:another|an\s+(?:extra|additional)|extra|additional)" + _NUMBER_AHEAD
+    + r"|\b(?:up|down|increased|decreased|raised|lowered|rose|fell|grew|dropped|cut|reduced|bumped|hiked|went\s+(?:up|down))"
+    r"(?:\s+[^\s.;!?]+){0,4}?\s+by" + _NUMBER_AHEAD,
+    _F)
+_DELTA_ZH = re.compile(r"(?:又多花了?|又花了|又多了|多花了|多出了?|多付了?|又加了?|再加|要加|加了|追加了?|增加了|涨了|贵了|降了|减了|少了|便宜了)"
+                       + _NUMBER_AHEAD)
+# Periods an amount is measured over ("monthly revenue", "第一周流水", "$20 per week"): a qualifier of the
+# statement (the first week's revenue is not the monthly revenue), written into the frame's words as "~week",
+# "~month"...  Only a period an amount is measured over: "next month" says when, and "weekly" alone may be the
+# value that changes ("the review is weekly" / "... monthly from now on").
+_PERIODS = {"周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year", "天": "day", "日": "day",
+            "季度": "quarter", "week": "week", "month": "month", "year": "year", "day": "day", "quarter": "quarter",
+            "weekly": "week", "monthly": "month", "yearly": "year", "annual": "year", "daily": "day", "quarterly": "quarter"}
+_AMOUNT_NOUNS_ZH = "流水|收入|营收|销量|销售额|工资|薪水|租金|房租|预算|开销|支出|费用|利润|产量|业绩"
+# ("每周二", "每月3号", "每年五月" name a day that recurs, not a period: no numeral or weekday may follow)
+_PERIOD_ZH = re.compile(r"(?:每|第[一二三四五六七八九十\d]+|头一)(周|星期|礼拜|月|年|天|季度)(?![一二三四五六七八九十日天末\d])"
+                        r"|(周|月|年|日|季度)(?=" + _AMOUNT_NOUNS_ZH + r")")
+_PERIOD_EN = re.compile(
+    r"\b(weekly|monthly|yearly|annual|daily|quarterly)\s+(?:revenue|income|salary|rent|budget|sales|fees?|costs?"
+    r"|spend(?:ing)?|pay|profit|bills?|turnover|allowance|quota|earnings)\b|\bper\s+(week|month|year|day|quarter)\b", _F)
+
+
+def _periods(clause: str, lang: str) -> frozenset[str]:
+    """The periods a clause measures over (``~week``, ``~month``...: see ``_PERIODS``)."""
+    found = (_PERIOD_ZH if lang == "zh" else _PERIOD_EN).finditer(clause)
+    return frozenset("~" + _PERIODS[unit.lower()] for m in found for unit in m.groups() if unit)
+
+
 # Limits: the most that may be spent, used or booked ("budget", "cap", "quota", "预算", "上限", "最多"); a
 # statement of a limit and one of an amount measured against it are two statements (see ``Frame.limit``).
 _LIMIT_EN = re.compile(r"\b(?:budget|budgets|cap|caps|capped|limit|limits|limited|quota|allowance|max|maximum|ceiling)\b", _F)
@@ -931,13 +965,17 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
     plain = "".join(residual)  # (the clause without its values: "Max owns ..." names no maximum)
     running = bool((_RUNNING_ZH if lang == "zh" else _RUNNING_EN).search(plain))
     limit = bool((_LIMIT_ZH if lang == "zh" else _LIMIT_EN).search(plain))
+    delta = bool((_DELTA_ZH if lang == "zh" else _DELTA_EN).search(clause))
+    periods = _periods(clause, lang)  # (qualifiers: words the values' masking does not touch)
+    words = words + tuple(sorted(periods))
+    nominal |= periods
     negations = tuple(m.end() + a for m in (_NEGATION_ZH if lang == "zh" else _NEGATION_EN).finditer(clause))
     slots = _slots(full, values, lang)
     return Frame(clause=clause, start=a, slots=slots, groups=frozenset(value_group(k) for x in slots for k in x.kinds),
                  words=words, nominal=frozenset(nominal),
                  subjects=frozenset(subjects), masked=re.sub(r"\s+", " ", "".join(masked)).strip(),
                  addition=addition, negations=negations, running=running,
-                 limit=limit)
+                 limit=limit, delta=delta)
 
 
 # Who made a change, in a clause that says so with a change verb and its object: "The airline rescheduled

@@ -303,23 +303,25 @@ def structural_match(old: Frame, new: Frame, *, multi_valued: frozenset[str] = f
 def can_be_replaced(old: FrameView) -> bool:
     """Whether an older clause can be replaced by anything (a test of the clause alone, that
     :func:`match` makes of every pair): an event ("I went to the support group yesterday") or a
-    clause whose possessor is not said ("his name is Kyle") never is."""
+    clause whose possessor is not said ("his name is Kyle") never is, nor a change by an amount
+    ("又多花了两万": what changed, not what the value is)."""
     return _replaceable(old.frame)
 
 
 def _replaceable(f: Frame) -> bool:
-    return not f.event and UNRESOLVED not in f.subjects
+    return not f.event and not f.delta and UNRESOLVED not in f.subjects
 
 
 def can_replace(new: FrameView) -> bool:
     """Whether a newer clause can replace anything (a test of the clause alone, that :func:`match`
-    makes of every pair): an addition ("I also speak Portuguese"), an event that names no change, or
-    a clause whose possessor is not said never does."""
+    makes of every pair): an addition ("I also speak Portuguese"), a change by an amount ("rent went
+    up by 10%", "要加三万"), an event that names no change, or a clause whose possessor is not said
+    never does."""
     return _replacing(new.frame)
 
 
 def _replacing(f: Frame) -> bool:
-    return not f.addition and not (f.event and not f.strong) and UNRESOLVED not in f.subjects
+    return not f.addition and not f.delta and not (f.event and not f.strong) and UNRESOLVED not in f.subjects
 
 
 def match(old_view: FrameView, new_view: FrameView, *, multi_valued: frozenset[str] = frozenset()) -> Verdict | None:

@@ -179,3 +179,41 @@ def test_verbs_of_saying_or_receiving_name_no_change(text: str) -> None:
 def test_a_role_held_at_a_named_place_is_a_value(extractor, text: str, role: str) -> None:
     (frame,) = frames_of(extractor.extract(text))
     assert role in [s.text for s in frame.slots] and len(frame.slots) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "delta"),
+    [
+        ("施工队说水电要重新走，又多花了两万", True),
+        ("水电全得重做，要加三万", True),
+        ("房租涨了五百", True),
+        ("The landlord says rent goes up by 100 euros from March.", True),
+        ("We spent another 2,000 on catering.", True),
+        ("The landlord raised the rent by 100.", True),
+        ("销售部的预算涨到十二万了", False),  # a change *to* a value
+        ("加了一个全屋净水，还有地暖", False),  # adds a thing, not an amount
+        ("Headcount went up to 14.", False),
+        ("By 2027 the team will be 30 people.", False),
+    ],
+)
+def test_a_change_by_an_amount_is_a_delta(extractor, text: str, delta: bool) -> None:
+    assert any(f.delta for f in frames_of(extractor.extract(text))) is delta
+
+
+@pytest.mark.parametrize(
+    ("text", "periods"),
+    [
+        ("稳住了，现在月流水十万左右", {"~month"}),
+        ("第一周流水三万出头", {"~week"}),
+        ("每月房租三千五", {"~month"}),
+        ("下个月例会改到周五", set()),  # when, not what an amount is measured over
+        ("周会定在每周二下午三点", set()),  # a day that recurs
+        ("Our weekly revenue is about 3,000 euros.", {"~week"}),
+        ("Parking is 40 euros per month.", {"~month"}),
+        ("From next month the review moves to 16:30.", set()),
+        ("The review is weekly.", set()),  # a frequency that may be the value itself
+    ],
+)
+def test_the_period_an_amount_is_measured_over_qualifies_it(extractor, text: str, periods: set[str]) -> None:
+    found = {w for f in frames_of(extractor.extract(text)) for w in f.nominal if w.startswith("~")}
+    assert found == periods
