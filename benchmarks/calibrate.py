@@ -226,14 +226,16 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     from benchmarks.loo import ingested
-    from benchmarks.run import load_datasets
+    from benchmarks.run import check_sealed, load_datasets
 
     rows: list[dict[str, Any]] = []
     if args.rows is not None:
         rows = json.loads(args.rows.read_text())["rows"]
     else:
         data_args = argparse.Namespace(sizes=[10_000], users=10, seed=0, n_queries=200, limit=None)
-        for name in [d.strip() for d in args.dataset.split(",") if d.strip()]:
+        names = [d.strip() for d in args.dataset.split(",") if d.strip()]
+        check_sealed(names, fits=True)
+        for name in names:
             (ds,) = list(load_datasets([name], Path(args.data_dir or default_data_dir()), data_args))
             cache = args.store_cache / name if args.store_cache else None
             with ingested(ds, cache, not args.no_progress) as (folder, user_now):

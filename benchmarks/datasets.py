@@ -9,7 +9,8 @@ Three sources:
 * :func:`load_zh_probe` -- the small hand-written Chinese probe (one gold
   memory per question, Chinese and cross-lingual English questions).  The
   Chinese chat set (``zh/zh-chat-dev.json``) is in LoCoMo format and loads
-  with :func:`load_locomo`.
+  with :func:`load_locomo`, as does its sealed held-out twin
+  (``zh/zh-chat-heldout.json``, dataset ``zh-heldout``: scored, never tuned on).
 * :func:`synthetic` -- a seeded generator of users, sessions and two-hop fact
   chains, from a thousand to a million memories, generated lazily by block.
 

@@ -236,11 +236,12 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
-    from benchmarks.run import load_datasets
+    from benchmarks.run import check_sealed, load_datasets
 
     candidates = dict(parse_candidate(s.strip()) for s in args.candidates.split("|") if s.strip())
     data_args = argparse.Namespace(sizes=[10_000], users=10, seed=0, n_queries=200, limit=None)
     names = [n.strip() for n in args.dataset.split(",") if n.strip()]
+    check_sealed(names, fits=False)
     results: dict[str, list[dict[str, Any]]] = {n: [] for n in candidates}
     for ds in load_datasets(names, Path(args.data_dir or default_data_dir()), data_args):
         cache = args.store_cache / ds.name if args.store_cache is not None and len(names) > 1 else args.store_cache

@@ -23,12 +23,14 @@ import time
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from benchmarks.datasets import PROJECT_ROOT, Dataset, Query, default_data_dir
 
 __all__ = [
     "DATASETS",
+    "SEALED_DATASETS",
+    "check_sealed",
     "register",
     "run",
     "run_one",
@@ -72,6 +74,13 @@ def _zh_chat(data_dir: Path, args: argparse.Namespace) -> Iterator[Dataset]:
     yield load_locomo(data_dir / "zh" / "zh-chat-dev.json", name="zh")
 
 
+def _zh_heldout(data_dir: Path, args: argparse.Namespace) -> Iterator[Dataset]:
+    """The sealed Chinese held-out chat set: named explicitly only, scored once per candidate, never tuned on."""
+    from benchmarks.datasets import load_locomo
+
+    yield load_locomo(data_dir / "zh" / "zh-chat-heldout.json", name="zh-heldout")
+
+
 def _zh_probe(data_dir: Path, args: argparse.Namespace) -> Iterator[Dataset]:
     from benchmarks.datasets import load_zh_probe
 
@@ -90,9 +99,29 @@ DATASETS: dict[str, Callable[[Path, argparse.Namespace], Iterator[Dataset]]] = {
     "musique": _multihop("musique"),
     "hotpotqa": _multihop("hotpotqa"),
     "zh": _zh_chat,  # the Chinese chat set (LoCoMo format)
+    "zh-heldout": _zh_heldout,  # sealed: never in a default or pooled development run (SEALED_DATASETS)
     "zh-probe": _zh_probe,  # the small Chinese probe, one gold memory per question
     "synthetic": _synthetic,
 }
+
+#: Datasets written to be scored, not tuned on: no command's default names them, ``loo`` refuses to pool
+#: them with other data and ``calibrate`` (which fits) refuses them, so a score on them stays out of sample.
+SEALED_DATASETS: frozenset[str] = frozenset({"zh-heldout"})
+
+
+def check_sealed(names: Sequence[str], *, fits: bool) -> None:
+    """Exit when a sealed dataset would leak into development: fitted on, or pooled with other data.
+
+    Scoring a sealed set alone is allowed (``run``, or ``loo`` with only it named); a command that
+    fits parameters (``fits=True``) may not read it at all.
+    """
+    sealed = [n for n in names if n in SEALED_DATASETS]
+    if not sealed:
+        return
+    if fits:
+        raise SystemExit(f"{', '.join(sealed)} is sealed: score it with `run`, never fit on it")
+    if len(names) > 1:
+        raise SystemExit(f"{', '.join(sealed)} is sealed: name it alone, never pooled with development data")
 
 
 def load_datasets(names: list[str], data_dir: Path, args: argparse.Namespace) -> Iterator[Dataset]:
@@ -365,7 +394,8 @@ def _int_list(value: str) -> list[int]:
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", "--datasets", dest="datasets", default="locomo",
-                        help="comma-separated: locomo, musique, hotpotqa, zh, zh-probe, synthetic (default: locomo)")
+                        help="comma-separated: locomo, musique, hotpotqa, zh, zh-probe, synthetic (default: locomo);"
+                             " zh-heldout is sealed: scored once per candidate, never tuned on")
     parser.add_argument("--methods", default="bm25", help="comma-separated method names (default: bm25)")
     parser.add_argument("--k", type=int, default=25, help="ranking depth returned per query (default: 25)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N queries of each dataset")
