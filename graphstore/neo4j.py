@@ -234,7 +234,10 @@ class _Planned:
     statements whose plan the statistics cannot improve: each starts from nodes an index seek finds by the
     keys the statement names (an id, a user's session or alias), and reaches every other node by expanding
     from those (checked on an empty store: ``tests/graphstore/test_neo4j.py``, and the plans made on an
-    empty store were the ones made on a populated one, operator for operator).
+    empty store were the ones made on a populated one, operator for operator).  Where the planner has a
+    worse choice that an empty store's statistics can make look as good, the statement names its index
+    (``USING INDEX``: CI's server once planned ``_MEMORIES_MENTIONING`` as a seek of every MENTIONS edge of
+    the user).
     """
 
     cypher: str
@@ -740,9 +743,7 @@ MATCH (m:Memory {user_id: $user, session_id: $session})
 RETURN m.id AS id ORDER BY m.at DESC, m.created_at DESC, m.id DESC LIMIT 1
 """
 
-# the tails of many sessions: each one the top row of an index seek on (user_id, session_id).  Statements
-# planned once carry a hint where the planner has a worse choice that an empty store's statistics can make
-# look as good (CI's server once planned _MEMORIES_MENTIONING as a seek of all the user's MENTIONS edges).
+# the tails of many sessions: each one the top row of an index seek on (user_id, session_id)
 _SESSION_TAILS = _Planned.of("""
 UNWIND $sessions AS session
 CALL (session) {
@@ -1030,21 +1031,15 @@ RETURN f.id AS source, targets, types, weights, degrees, predicates, labels
 """
 
 
-@functools.lru_cache(maxsize=64)
-def _neighbourhood(types: str, reach: int) -> _Planned:
-    """:data:`_NEIGHBOURHOOD` over edges of ``types`` (``A|B``) within ``reach`` steps, planned once: it
-    starts from the sources' unique ids and only expands from them."""
-    return _Planned.of(_NEIGHBOURHOOD % {"types": types, "reach": reach})
-
-
 _OWN_PARAMETERS = re.compile(r"\$(ids|cap|labels)\b")
 
 
 @functools.lru_cache(maxsize=64)
 def _neighbourhoods(shapes: tuple[tuple[str, int], ...]) -> _Planned:
-    """Several :data:`_NEIGHBOURHOOD` reads of one user in one statement (a ``UNION ALL`` of them, each
-    row tagged with its read's number ``ask``), read ``n`` with its own ``$ids<n>``, ``$cap<n>`` and
-    ``$labels<n>``; a shape is ``(types, reach)``."""
+    """One or more :data:`_NEIGHBOURHOOD` reads of one user in one statement (a ``UNION ALL`` of them,
+    each row tagged with its read's number ``ask``), read ``n`` with its own ``$ids<n>``, ``$cap<n>`` and
+    ``$labels<n>``; a shape is ``(types, reach)``.  Planned once: each starts from the sources' unique
+    ids and only expands from them."""
     parts = [
         "CALL () {" + _OWN_PARAMETERS.sub(lambda m: f"${m.group(1)}{n}", _NEIGHBOURHOOD % {"types": t, "reach": r})
         + "}\nRETURN " + str(n) + " AS ask, source, targets, types, weights, degrees, predicates, labels\n"
@@ -1385,12 +1380,14 @@ class _Neo4jCore:
             _GET_MEMORIES(**ids),
             _ENTITY_NAMES(**ids),
         ]
-        # the built-in spreading channels: session (NEXT, 3 hops), entity (MENTIONS, 2 hops)
-        for types, reach, labels in ((EDGE_NEXT, 2, []), (EDGE_MENTIONS, 1, ["PERSON"])):
-            out.append(_neighbourhood(types, reach)(ids=[nobody], user=nobody, cap=200, labels=labels))
-        # ... and both together, as a recall reads them (graphstore.requests.ExpandWalks)
-        out.append(_neighbourhoods(((EDGE_NEXT, 2), (EDGE_MENTIONS, 1)))(
-            user=nobody, ids0=[nobody], cap0=-1, labels0=[], ids1=[nobody], cap1=200, labels1=["PERSON"]))
+        # the built-in spreading channels, session (NEXT, 3 hops) and entity (MENTIONS, 2 hops), each alone
+        # and both together, as a recall reads them (graphstore.requests.ExpandWalks)
+        session = ((EDGE_NEXT, 2), {"ids0": [nobody], "cap0": -1, "labels0": []})
+        entity = ((EDGE_MENTIONS, 1), {"ids0": [nobody], "cap0": 200, "labels0": ["PERSON"]})
+        for shape, params in (session, entity):
+            out.append(_neighbourhoods((shape,))(user=nobody, **params))
+        out.append(_neighbourhoods((session[0], entity[0]))(
+            user=nobody, **session[1], ids1=[nobody], cap1=200, labels1=["PERSON"]))
         dim = self._dims["Memory"]
         if dim:
             vector = [1.0] + [0.0] * (dim - 1)
@@ -1927,19 +1924,13 @@ class _Neo4jCore:
         self, user_id: str, sources: Sequence[str], edge_types: Sequence[str], reach: int,
         max_degree: int | None, labels: Sequence[str] | None,
     ) -> _Plan[dict[str, list[Neighbor]]]:
-        ids = list(dict.fromkeys(sources))
-        types = [t for t in dict.fromkeys(edge_types) if t in _EDGE_ENDS]
-        if not ids:
-            return {}
-        if not types:
-            return {i: [] for i in ids}
-        stmt = _neighbourhood("|".join(types), max(0, int(reach)))
-        rows = yield _reading(stmt(ids=ids, user=user_id, cap=-1 if max_degree is None else int(max_degree),
-                                   labels=None if labels is None else list(labels)))
-        return _with_sources(_neighbours(rows), ids)
+        ask = NeighbourhoodAsk(sources, edge_types, reach, max_degree, labels)
+        return (yield from self._plan_neighbourhoods(user_id, [ask]))[0]
 
     def _plan_neighbourhoods(self, user_id: str, asks: Sequence[NeighbourhoodAsk]) -> _Plan[list[dict[str, list[Neighbor]]]]:
-        """:meth:`_plan_neighbourhood` for each ask, the reads that need the server in one statement."""
+        """Each ask's neighbourhood (:class:`~graphstore.SupportsNeighbourhood`), the reads that need the
+        server in one statement: an ask without sources is ``{}``, one over no known edge type gives each
+        source no neighbours."""
         out: list[dict[str, list[Neighbor]]] = []
         shapes: list[tuple[str, int]] = []
         params: dict[str, Any] = {"user": user_id}

@@ -664,8 +664,8 @@ def _planned_statements() -> dict[str, Any]:
     g = graphstore.neo4j
     out = {name: value for name, value in vars(g).items() if isinstance(value, g._Planned)}
     out.update({f"_NEAREST[{label}][{kind}]": stmt for label, stmts in g._NEAREST.items() for kind, stmt in stmts.items()})
-    out.update({f"_neighbourhood({types}, {reach})": g._neighbourhood(types, reach)
-                for types, reach in (("NEXT", 2), ("MENTIONS", 1), ("MENTIONS|NEXT", 3))})
+    out.update({f"_neighbourhoods({shapes})": g._neighbourhoods(shapes)
+                for shapes in ((("NEXT", 2),), (("MENTIONS", 1),), (("MENTIONS|NEXT", 3),), (("NEXT", 2), ("MENTIONS", 1)))})
     return out
 
 
@@ -683,7 +683,7 @@ def test_statements_planned_once_find_every_node_by_a_seek(clean: Any) -> None:
     planned = _planned_statements()
     assert {"_WRITE_BATCH", "_EXISTING", "_REMOVE_POSTINGS", "_BUMP_REVISIONS", "_SESSION_TAILS", "_GET_ENTITIES",
             "_MEMORIES_MENTIONING", "_USER_STATE", "_LEXICAL_ROUTE", "_GET_MEMORIES", "_TOKEN_VECTORS_CHECKED",
-            "_NEAREST[Memory][search]", "_neighbourhood(NEXT, 2)"} <= set(planned)
+            "_NEAREST[Memory][search]", "_neighbourhoods((('NEXT', 2),))"} <= set(planned)
     connect().close()  # (the schema: its constraints and indexes are what the plans seek in)
     with clean.session() as session:
         for name, stmt in planned.items():
