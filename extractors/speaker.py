@@ -18,7 +18,7 @@ from typing import Iterable
 from .normalize import entity_key
 from .text import _SENTENCE_START, is_cjk_char
 
-__all__ = ["SpeakerTurn", "split_speaker", "ROLE_SUBJECTS", "speaker_aliases", "named_speakers"]
+__all__ = ["SpeakerTurn", "split_speaker", "ROLE_SUBJECTS", "speaker_aliases", "says_name", "named_speakers"]
 
 #: Chat roles: stripped like a speaker but never an entity, "I" is the user or the assistant.
 ROLE_SUBJECTS: dict[str, str] = {
@@ -143,7 +143,7 @@ def speaker_aliases(key: str) -> frozenset[str]:
     return frozenset()
 
 
-def _says(text: str, name: str) -> bool:
+def says_name(text: str, name: str) -> bool:
     """``name`` occurs in the lower-cased ``text`` (as whole words, for a Latin name)."""
     if name not in text:
         return False
@@ -161,13 +161,13 @@ def named_speakers(query: str, speakers: Iterable[str]) -> set[str]:
     """
     keys = set(speakers)
     text = unicodedata.normalize("NFKC", query).lower()
-    named = {k for k in keys if _says(text, k)}
+    named = {k for k in keys if says_name(text, k)}
     owners: dict[str, set[str]] = {}
     for k in keys:
         for alias in speaker_aliases(k):
             owners.setdefault(alias.lower(), set()).add(k)
     for alias, who in owners.items():
-        if len(who) == 1 and alias not in keys and _says(text, alias):
+        if len(who) == 1 and alias not in keys and says_name(text, alias):
             named |= who
     for m in _CAPITALISED.finditer(query):
         if _SENTENCE_START.search(query[: m.start()]):

@@ -6,7 +6,6 @@ functions decide the scores.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from graphstore.records import StoredMemory
@@ -191,7 +190,7 @@ def speaker_boosts(query: str, records: Sequence[StoredMemory], weight: float, a
     """
     if weight <= 0 or not records:
         return {}
-    from extractors.speaker import named_speakers, split_speaker
+    from extractors.speaker import named_speakers, says_name, split_speaker
 
     speaker_of: dict[str, str] = {}
     for rec in records:
@@ -205,7 +204,7 @@ def speaker_boosts(query: str, records: Sequence[StoredMemory], weight: float, a
         named = named_speakers(query, speakers)
     else:
         text = query.lower()
-        named = {sp for sp in speakers if sp in text and (not sp.isascii() or re.search(rf"(?<!\w){re.escape(sp)}(?!\w)", text))}
+        named = {sp for sp in speakers if says_name(text, sp)}
     if not named or named == speakers:
         return {}
     return {i: 1.0 + weight for i, sp in speaker_of.items() if sp in named}
