@@ -75,14 +75,19 @@ def test_chat_evidence_resolves_within_the_user(chat) -> None:
             assert docs[g].user_id == q.user_id, (q.id, g)
 
 
-def test_chat_questions_are_paraphrased(raw_chat) -> None:
-    """No question is a substring of its evidence (nor the reverse): the set tests semantic recall."""
-    for item in raw_chat:
+def assert_paraphrased(items: list[dict]) -> None:
+    """No question of a LoCoMo-format chat set is a substring of its evidence (nor the reverse)."""
+    for item in items:
         text = {t["dia_id"]: t["text"] for _, turns in _sessions(item["conversation"]) for t in turns}
         for qa in item["qa"]:
             q = qa["question"].strip("？?。 ")
             for e in qa["evidence"]:
                 assert q not in text[e] and text[e] not in q, (qa["question"], text[e])
+
+
+def test_chat_questions_are_paraphrased(raw_chat) -> None:
+    """No question is a substring of its evidence (nor the reverse): the set tests semantic recall."""
+    assert_paraphrased(raw_chat)
 
 
 def test_chat_multi_hop_spans_sessions(raw_chat) -> None:
