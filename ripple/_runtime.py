@@ -42,8 +42,14 @@ SearchHits: TypeAlias = "list[tuple[str, float]] | Future[list[tuple[str, float]
 #: ``None`` when it cannot run there (the plan then searches itself).
 DenseSearchFn = Callable[[str, "np.ndarray", int, Sequence[str]], "SearchHits | None"]
 
-#: Extractions (and frames) of texts the write path wrote or compared lately, kept for its comparisons (a few MB).
-RECENT_PARSES = 4096
+#: Extractions of the texts the write path wrote or compared, kept for its comparisons (about 1 KB each, so
+#: some 64 MB when full).  Why so many: a new memory's candidates are older memories (the nearest ones, the
+#: latest ones mentioning its entities) written any time before, and a candidate missing here is parsed
+#: again; with 4,096 kept, a 2,048-memory batch into a 20k store parsed 2,071 older texts besides its own.
+KEPT_PARSES = 65536
+#: Frames prepared for comparison of the texts compared lately (about 6 KB each, so kept for fewer texts:
+#: reading them from a kept extraction costs about a third of parsing it).
+RECENT_FRAMES = 4096
 #: Vectors of the masked clauses the write path compared lately (384 floats each: about 12 MB with MiniLM).
 RECENT_CLAUSES = 8192
 
@@ -103,7 +109,8 @@ class Runtime:
         self._query_pool: ThreadPoolExecutor | None = None
         self._batcher: BatchEncoder | None = None  # concurrent queries share encoder calls (ripple._batching)
         self._multilingual_batcher: BatchEncoder | None = None  # ... and so do their multilingual vectors
-        self._recent: OrderedDict[str, tuple[Any, Any]] = OrderedDict()  # text -> (extraction, frames): see frames()
+        self._parses: OrderedDict[str, Any] = OrderedDict()  # text -> extraction: see frames()
+        self._frames: OrderedDict[str, tuple[Any, Any]] = OrderedDict()  # text -> (extraction, frames) read of it
         self._clauses: OrderedDict[str, "np.ndarray"] = OrderedDict()  # masked clause -> vector: see clause_vectors()
 
     # -- models (loaded on first use) -------------------------------------------------
@@ -249,43 +256,56 @@ class Runtime:
     def frames(self, texts: Sequence[str]) -> list[tuple[Any, Any]]:
         """``(frames, speaker)`` of texts the write path compares with each other (see
         :func:`extractors.frames.frames_of`), each frame prepared for comparison
-        (:class:`ripple._supersede.FrameView`).  The texts this client wrote or compared lately come from
-        a small cache: most candidates of a batch were written by the batches before it, and were
-        parsed (and prepared) then."""
+        (:class:`ripple._supersede.FrameView`).  A text this client wrote or compared before is not
+        parsed again (its extraction is kept: :data:`KEPT_PARSES`), and the frames of the ones compared
+        lately are not read again (:data:`RECENT_FRAMES`): most candidates of a batch were written by
+        the batches before it, and were parsed (and prepared) then."""
         from extractors.frames import frames_of
 
         from ._supersede import view
 
         with self._lock:
-            cached = {t: self._recent[t] for t in texts if t in self._recent}
-        missing = [t for t in dict.fromkeys(texts) if t not in cached]
+            parsed = {t: self._parses[t] for t in texts if t in self._parses}
+            for t in parsed:  # (met again: kept longer)
+                self._parses.move_to_end(t)
+        missing = [t for t in dict.fromkeys(texts) if t not in parsed]
         if missing:
             for t, ex in zip(missing, self.extractor.extract_many(missing)):
-                cached[t] = self._remember_parse(t, ex)
+                self._remember_parse(t, ex)
+                parsed[t] = ex
+        read: dict[str, Any] = {}
         out = []
         for t in texts:
-            ex, found = cached[t]
+            ex = parsed[t]
+            found = read.get(t)
             if found is None:  # (once per text, also when a batch holds it twice)
-                found = tuple(view(f) for f in frames_of(ex))
-                cached[t] = self._remember_parse(t, ex, found)
+                found = read[t] = self._known_frames(t, ex)
+            if found is None:
+                found = read[t] = tuple(view(f) for f in frames_of(ex))
+                with self._lock:
+                    _remember(self._frames, t, (ex, found), RECENT_FRAMES)
             out.append((found, ex.extra.get("speaker")))
         return out
 
-    def _remember_parse(self, text: str, extraction: Any, frames: Any = None) -> tuple[Any, Any]:
-        """Keep a text's extraction (and its frames, once read) as the newest of the recent parses.
+    def _known_frames(self, text: str, extraction: Any) -> Any:
+        """The frames read lately of ``text`` when they were read of this same extraction, else None.
 
-        A text written again with the same extraction keeps the frames read of it before: they are
-        a function of the extraction (:func:`extractors.frames.frames_of`).  Why: a chat or a
-        templated store says the same sentence many times, and each time :meth:`prepare` parses it
-        anew; reading its frames again was a third of the frames the write path read on the
-        synthetic store (1,949 readings of 1,257 texts)."""
+        Why the check: frames are a function of the extraction (:func:`extractors.frames.frames_of`),
+        and a text parsed again (a chat or a templated store says the same sentence many times, and
+        :meth:`prepare` parses it each time) keeps the frames read of it before only while its
+        extraction is the same; reading them again was a third of the frames the write path read on
+        the synthetic store (1,949 readings of 1,257 texts)."""
         with self._lock:
-            if frames is None:
-                known = self._recent.get(text)
-                if known is not None and known[1] is not None and known[0] == extraction:
-                    frames = known[1]
-            _remember(self._recent, text, (extraction, frames), RECENT_PARSES)
-        return extraction, frames
+            known = self._frames.get(text)
+            if known is None or not (known[0] is extraction or known[0] == extraction):
+                return None
+            self._frames.move_to_end(text)
+            return known[1]
+
+    def _remember_parse(self, text: str, extraction: Any) -> None:
+        """Keep a text's extraction as the newest of the kept parses."""
+        with self._lock:
+            _remember(self._parses, text, extraction, KEPT_PARSES)
 
     def clause_vectors(self, texts: Sequence[str]) -> "list[np.ndarray]":
         """Sentence vectors of masked clauses ("I'm flying to PLACE next week"), the ones compared

@@ -188,6 +188,50 @@ def test_frames_of_a_text_written_again_are_read_once_while_its_parse_is_the_sam
     assert [v.frame for v in other[0][0]] != [v.frame for v in first[0][0]]
 
 
+
+class _Counting:
+    """The default extractor, counting the texts it parses."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.parsed: list[str] = []
+
+    def extract_many(self, texts: list[str]) -> list[Any]:
+        self.parsed.extend(texts)
+        return list(self.inner.extract_many(texts))
+
+
+def test_an_older_memory_met_again_as_a_candidate_is_not_parsed_again(
+        monkeypatch: pytest.MonkeyPatch, extractor: Any) -> None:
+    """The candidates of a new memory are older memories written any time before; their parses are kept
+    for many more texts than their frames (:data:`ripple._runtime.KEPT_PARSES`), so one whose frames
+    were dropped is read again from its kept parse, not parsed again (a 2,048-memory batch into a 20k
+    store parsed 2,071 older texts besides its own when the two were kept alike).  Dropped from both,
+    it is parsed again, with the same frames."""
+    import ripple._runtime as runtime_module
+    from ripple import RippleSettings
+    from ripple._runtime import Runtime
+    from ripple.embedding import HashEmbedder
+    from ripple.models import AddItem
+
+    old = ["Our budget for the offsite is 15,000 euros.", "例会在周三上午十点。"]
+    later = [f"Note {n}: the sync is at {n} pm." for n in range(1, 7)]
+    monkeypatch.setattr(runtime_module, "RECENT_FRAMES", 2)
+    for kept, parsed_again in ((64, []), (4, old)):
+        monkeypatch.setattr(runtime_module, "KEPT_PARSES", kept)
+        counting = _Counting(extractor)
+        runtime = Runtime(RippleSettings(), embedder=HashEmbedder(64), extractor=counting)
+        runtime.prepare([AddItem(text=t, user_id="u") for t in old])
+        first = runtime.frames(old)
+        runtime.prepare([AddItem(text=t, user_id="u") for t in later])
+        runtime.frames(later)  # the old texts' frames are no longer among the recent ones
+        counting.parsed.clear()
+        again = runtime.frames(old)
+        assert counting.parsed == parsed_again
+        assert [[v.frame for v in views] for views, _ in again] == [[v.frame for v in views] for views, _ in first]
+        assert all(views for views, _ in again)
+
+
 _PAIRS = [  # (old, new, the pair test ends once two values are known changed, the verdict's level)
     ("Renou Pekand just got promoted at Powath Health.", "Lashirian Gigom just got promoted at Kroudis Media.", True, None),
     ("The team dinner is at Luigi's on Friday.", "The team dinner moved to Nando's on Saturday.", True, None),
