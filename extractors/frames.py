@@ -131,7 +131,7 @@ class Frame:
     masked: str
     addition: bool
     negations: tuple[int, ...]  # offsets (in the text) where a negation word ends
-    sources: tuple[int, ...] = ()  # offsets where a source preposition ends ("back from", "从"): see _SOURCE_EN
+    sources: tuple[int, ...] = ()  # offsets where the object of a source preposition starts ("back from", "从"): see _SOURCE_EN
     attributes: frozenset[str] = frozenset()  # attributes of the fact rules whose value is in this clause
     groups: frozenset[str] = frozenset()  # value_group() of each value kind of its slots
     marked: bool = False  # its sentence has a change marker ("now", "moved", "改到")
@@ -352,7 +352,7 @@ _VOCATIVE_LEADS = CHAT_WORDS | frozenset(
 # statement.  Where it is the predicate ("I'm from Ohio", "I come from Ohio", "来自青岛"), it states an origin:
 # a value.  (In "从小", "从来", "从事" no name follows 从.)
 _SOURCE_EN = re.compile(r"(?<!\bam\s)(?<!'m\s)(?<!\bis\s)(?<!'s\s)(?<!\bare\s)(?<!'re\s)(?<!\bwas\s)(?<!\bwere\s)"
-                        r"(?<!\bbe\s)(?<!\bcome\s)(?<!\bcomes\s)(?<!originally\s)\bfrom\s+(?:the\s+)?", _F)
+                        r"(?<!\bbe\s)(?<!\bcome\s)(?<!\bcomes\s)(?<!originally\s)\bfrom\s+(the\s+)?", _F)
 _SOURCE_ZH = re.compile(r"从")
 _NEGATION_EN = re.compile(r"\b(?:not|never|no|isn't|aren't|wasn't|won't|don't|doesn't|didn't|n't)\b", _F)
 _NEGATION_ZH = re.compile(r"不是|不在|没有|没|不")
@@ -1014,7 +1014,9 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
     words = words + tuple(sorted(periods))
     nominal |= periods
     negations = tuple(m.end() + a for m in (_NEGATION_ZH if lang == "zh" else _NEGATION_EN).finditer(clause))
-    sources = tuple(m.end() + a for m in (_SOURCE_ZH if lang == "zh" else _SOURCE_EN).finditer(clause))
+    # (where the object of a source preposition may start: "from Lisbon", "from the Marriott" and "the Marriott")
+    sources = tuple(sorted({k + a for m in (_SOURCE_ZH if lang == "zh" else _SOURCE_EN).finditer(clause)
+                            for k in (m.end(), m.start(1) if m.lastindex else m.end())}))
     slots = _slots(full, values, lang)
     return Frame(clause=clause, start=a, slots=slots, groups=frozenset(value_group(k) for x in slots for k in x.kinds),
                  words=words, nominal=frozenset(nominal),

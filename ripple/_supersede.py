@@ -126,7 +126,7 @@ def _value_of(slot: Slot, frame: Frame) -> _Value:
     named = bool(slot.kinds & _NAMES)
     negated = any(0 <= slot.start - end <= 2 for end in frame.negations)  # "isn't 60k", "不是14号"
     # "back from Qingdao", "从青岛回来了": the place left behind is no new value (see extractors.frames._SOURCE_EN)
-    left = named and any(-4 <= slot.start - end <= 0 for end in frame.sources)  # (-4: "from the Marriott")
+    left = named and slot.start in frame.sources
     free = not negated and not left and not (slot.weak and slot.kinds & _NAMES - {PHRASE} and not frame.strong) and not (
         PHRASE in slot.kinds and slot.weak and not (frame.strong and len(frame.words) <= 3))
     return _Value(slot, slot.kinds, kind, {k: frozenset(v) for k, v in temporal.items()},
