@@ -131,6 +131,7 @@ class Frame:
     masked: str
     addition: bool
     negations: tuple[int, ...]  # offsets (in the text) where a negation word ends
+    sources: tuple[int, ...] = ()  # offsets where the object of a source preposition starts ("back from", "从"): see _SOURCE_EN
     attributes: frozenset[str] = frozenset()  # attributes of the fact rules whose value is in this clause
     groups: frozenset[str] = frozenset()  # value_group() of each value kind of its slots
     marked: bool = False  # its sentence has a change marker ("now", "moved", "改到")
@@ -346,6 +347,13 @@ _LIMIT_ZH = re.compile(r"预算|上限|最多|限额|额度|封顶|最高|容纳
 _VOCATIVE_LEADS = CHAT_WORDS | frozenset(
     "hey hi hello dear thanks thank wow yay aw aww ugh omg go good great awesome nice well done luck morning"
     " night evening afternoon happy birthday love you ah oh haha lol 嗨 哈喽 哇 加油 亲爱的 哎 喂".split())
+# A source preposition: what follows is where someone or something came from, left or started ("I'm back from
+# Qingdao", "从青岛回来了", "switched from Verizon"), not where it is now: a name there is no new value of the
+# statement.  Where it is the predicate ("I'm from Ohio", "I come from Ohio", "来自青岛"), it states an origin:
+# a value.  (In "从小", "从来", "从事" no name follows 从.)
+_SOURCE_EN = re.compile(r"(?<!\bam\s)(?<!'m\s)(?<!\bis\s)(?<!'s\s)(?<!\bare\s)(?<!'re\s)(?<!\bwas\s)(?<!\bwere\s)"
+                        r"(?<!\bbe\s)(?<!\bcome\s)(?<!\bcomes\s)(?<!originally\s)\bfrom\s+(the\s+)?", _F)
+_SOURCE_ZH = re.compile(r"从")
 _NEGATION_EN = re.compile(r"\b(?:not|never|no|isn't|aren't|wasn't|won't|don't|doesn't|didn't|n't)\b", _F)
 _NEGATION_ZH = re.compile(r"不是|不在|没有|没|不")
 # Words that tell which version of a thing, not which thing: "the new budget" is the budget.
@@ -526,6 +534,8 @@ def _typed_values(message: str, offset: int, lang: str) -> list[Value]:
             return
         if kind in (AMOUNT, COUNT) and lang == "zh" and not _zh_amount_ok(text):
             return
+        if kind in _QUANTITIES and lang == "zh" and _inside_word(message, start, end):
+            return
         for k in range(start, end):
             taken[k] = 1
         out.append(Value(kind, _normalise(kind, text, lang), start + offset, end + offset, text))
@@ -559,6 +569,40 @@ def _count_or_amount(message: str, text: str, end: int, lang: str) -> str:
     if word in STOPWORDS_EN or re.fullmatch(_MULT, word, _F) or word in _UNITS or word.rstrip("s") in _UNITS:
         return AMOUNT
     return COUNT
+
+
+_QUANTITIES = frozenset({AMOUNT, COUNT, MONEY, DURATION})
+#: jieba's part-of-speech tags of numeral and measure words ("十二个", "一万多", "三十多岁", "两点钟", "八十年代").
+_NUMERAL_TAGS = ("m", "q")
+
+
+def _inside_word(message: str, start: int, end: int) -> bool:
+    """Whether a Chinese quantity is part of a word of another class, its numeral and what follows the
+    value in one word: "二年级" (second grade) is an attribute, "五年计划" a noun, "一年一度" an idiom;
+    "二年" and "三年" in "二年级" / "三年级" are no durations, and their numerals no amounts.  jieba's
+    segmentation and tags of the message say so (a quantity followed by a Han character only: elsewhere
+    the value ends a word).  Arabic digits are words of their own to jieba: "2年级" is not caught."""
+    if end >= len(message) or not has_cjk(message[end]):
+        return False
+    pos = 0
+    for word, tag in _tagged(message):
+        nxt = pos + len(word)
+        if pos < end < nxt:  # (the word holds the value's last character and the one after it)
+            # ... and its numeral: "二十间房" is 二十 + 间房 (a measure word read with its noun), a count
+            return pos <= start and not tag.startswith(_NUMERAL_TAGS)
+        if nxt >= end:
+            return False
+        pos = nxt
+    return False
+
+
+@functools.lru_cache(maxsize=1024)  # (several quantities of one message ask for one segmentation)
+def _tagged(message: str) -> tuple[tuple[str, str], ...]:
+    """jieba's words of ``message`` with their part-of-speech tags."""
+    _jieba()  # (initialised, quietly)
+    import jieba.posseg
+
+    return tuple((w.word, w.flag) for w in jieba.posseg.lcut(message))
 
 
 def _zh_amount_ok(text: str) -> bool:
@@ -970,11 +1014,14 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
     words = words + tuple(sorted(periods))
     nominal |= periods
     negations = tuple(m.end() + a for m in (_NEGATION_ZH if lang == "zh" else _NEGATION_EN).finditer(clause))
+    # (where the object of a source preposition may start: "from Lisbon", "from the Marriott" and "the Marriott")
+    sources = tuple(sorted({k + a for m in (_SOURCE_ZH if lang == "zh" else _SOURCE_EN).finditer(clause)
+                            for k in (m.end(), m.start(1) if m.lastindex else m.end())}))
     slots = _slots(full, values, lang)
     return Frame(clause=clause, start=a, slots=slots, groups=frozenset(value_group(k) for x in slots for k in x.kinds),
                  words=words, nominal=frozenset(nominal),
                  subjects=frozenset(subjects), masked=re.sub(r"\s+", " ", "".join(masked)).strip(),
-                 addition=addition, negations=negations, running=running,
+                 addition=addition, negations=negations, sources=sources, running=running,
                  limit=limit, delta=delta)
 
 

@@ -164,6 +164,12 @@ def lifecycle_plan(
     def current(mid: str) -> StoredMemory:
         return d.rewrites.get(mid) or stored[mid]
 
+    def speaker_of(ids: Sequence[str]) -> Op[list[str | None]]:
+        """Who said each memory (None: no named speaker), as ``extra["speaker"]`` names a new item's."""
+        yield from fetch([m for m in ids if m not in mem_ids])
+        return [prepared[mem_ids.index(m)].extraction.extra.get("speaker") if m in mem_ids
+                else _speaker(current(m).text) if m in stored or m in d.rewrites else None for m in ids]
+
     for i in idxs:
         d.confidence[i] = float(getattr(prepared[i].extraction, "confidence", 1.0))
 
@@ -245,6 +251,9 @@ def lifecycle_plan(
                     yield from fetch([m for _, m in options if m not in mem_ids])
                     options = [o for o in options if o[1] in mem_ids or
                                (current(o[1]).kind not in ("retraction", "correction") and current(o[1]).at <= p.at)]
+                    # (one takes back only one's own words: not what another speaker said)
+                    said = yield from speaker_of([m for _, m in options])
+                    options = [o for o, who in zip(options, said) if who == ex.extra.get("speaker")]
                 if options:
                     score, target = max(options, key=lambda o: (o[0], o[1]))
                     reason = f"closest memory to {hint!r} (cosine {score:.2f})"
@@ -257,10 +266,18 @@ def lifecycle_plan(
                     target = yield LastMemoryInSession(user, sid)
                 if target is not None:
                     reason = "the previous message of this session"
+                if target is not None and retracts:
+                    theirs = (yield from speaker_of([target]))[0]
+                    if theirs != ex.extra.get("speaker"):
+                        # "别提了，日本去不成了" after the other one's "你日本签证下来了吗": one takes back only
+                        # one's own words; said to another speaker's message it answers it (a reply, no retraction)
+                        target, retracts = None, False
+                        reason = f"the previous message of this session is {theirs or 'unnamed'}'s, not the speaker's"
+                        del d.kind[i]
             if target is not None:
                 yield from _apply_link(d, i, target, retracts, p.at, user, mem_ids, terms, mentions, fetch, current,
                                        stored)
-            d.notes[i] = {"retracts" if retracts else "corrects": target, "reason": reason}
+            d.notes[i] = {"corrects" if corrects else "retracts": target, "reason": reason}
         if sid is not None:
             previous[sid] = i
 
@@ -535,6 +552,15 @@ def _note_conflict(d: Decisions, holder: str, note: dict[str, Any], mem_ids: Seq
         d.notes.setdefault(mem_ids.index(holder), {}).setdefault("conflicts", []).append(note)
     elif holder in stored:
         d.rewrites[holder] = with_ripple_notes(current(holder), lambda notes: notes.setdefault("conflicts", []).append(note))
+
+
+def _speaker(text: str) -> str | None:
+    """Who says ``text`` ("林晓雨: ..." -> its key; None without a named speaker: a role such as
+    "User:" names no one in particular), as the frames name a turn's speaker."""
+    from extractors.speaker import split_speaker
+
+    turn = split_speaker(text)
+    return turn.subject if turn.speaker is not None else None
 
 
 def _title_key(text: str) -> str | None:

@@ -125,7 +125,9 @@ def _value_of(slot: Slot, frame: Frame) -> _Value:
         temporal.setdefault(k, set()).add(norm)
     named = bool(slot.kinds & _NAMES)
     negated = any(0 <= slot.start - end <= 2 for end in frame.negations)  # "isn't 60k", "不是14号"
-    free = not negated and not (slot.weak and slot.kinds & _NAMES - {PHRASE} and not frame.strong) and not (
+    # "back from Qingdao", "从青岛回来了": the place left behind is no new value (see extractors.frames._SOURCE_EN)
+    left = named and slot.start in frame.sources
+    free = not negated and not left and not (slot.weak and slot.kinds & _NAMES - {PHRASE} and not frame.strong) and not (
         PHRASE in slot.kinds and slot.weak and not (frame.strong and len(frame.words) <= 3))
     return _Value(slot, slot.kinds, kind, {k: frozenset(v) for k, v in temporal.items()},
                   frozenset(n for _, n in slot.norms), slot.words, slot.weak, named,

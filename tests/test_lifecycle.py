@@ -135,6 +135,36 @@ def test_retraction_inside_one_batch(mem: Memory) -> None:
     assert second.metadata["ripple"]["retracts"] == first.id
 
 
+@pytest.mark.parametrize(("question", "reply", "own"), [
+    ("陈浩: 哈哈有道理。你日本签证下来了吗", "林晓雨: 别提了，日本去不成了", "林晓雨: 我国庆打算去日本玩一周"),
+    ("Jon: Did your visa for Japan come through?", "Gina: Forget it, Japan is off.", "Gina: I'm going to Japan in May."),
+])
+def test_a_retraction_answering_another_speaker_takes_back_nothing(mem: Memory, question: str, reply: str,
+                                                                   own: str) -> None:
+    """One takes back only one's own words: "别提了" / "forget it" said to another speaker's message
+    answers it; neither that message nor the speaker's own earlier one is invalidated, and the reply
+    stays a statement.  Said after the speaker's own message, it still retracts it."""
+    mine = say(mem, own, 0)
+    asked = say(mem, question, 0.01)
+    (answer,) = mem.add(reply, user_id="u1", session_id="s1", at=T0 + timedelta(days=0.02))
+    assert mem.get(asked.id).status == "active" and mem.get(mine.id).status == "active"
+    assert answer.kind != "retraction" and answer.metadata["ripple"]["retracts"] is None
+    assert "not the speaker's" in answer.metadata["ripple"]["reason"]
+    assert not [r for r in mem.export(user_id="u1") if r["type"] == "edge" and r["edge"] == "RETRACTS"]
+    said = mem.add(own, user_id="u2", session_id="s3", at=T0 + timedelta(days=2))[0]
+    (taken,) = mem.add(reply, user_id="u2", session_id="s3", at=T0 + timedelta(days=2.01))
+    assert mem.get(said.id).status == "invalidated" and taken.metadata["ripple"]["retracts"] == said.id
+
+
+def test_a_retraction_naming_its_object_takes_back_the_speakers_own_statement(mem: Memory) -> None:
+    theirs = say(mem, "Jon: The Lisbon plan is on for May.", 0)
+    mine = say(mem, "Gina: Let's plan a weekend in Lisbon.", 0.01)
+    (retraction,) = mem.add("Gina: Never mind, drop the Lisbon plan.", user_id="u1", session_id="s1",
+                            at=T0 + timedelta(days=0.02))
+    assert retraction.metadata["ripple"]["retracts"] == mine.id
+    assert mem.get(theirs.id).status == "active" and mem.get(mine.id).status == "invalidated"
+
+
 def test_a_correction_supersedes_what_it_corrects(mem: Memory) -> None:
     wrong = say(mem, "The design review with Northwind is on Monday.", 0)
     fixed = say(mem, "No, I meant Tuesday.", 0.01)

@@ -98,6 +98,19 @@ def test_a_name_said_to_someone_is_no_new_value(mem: Memory) -> None:
 
 
 @pytest.mark.parametrize("texts", [
+    # zh-chat-dev (zh-conv-2): where one came back from is no new value of where someone went ('潍坊' -> '青岛'),
+    # and "二年级" (second grade) holds no duration "二年" to be replaced by the "三年" of "三年级"
+    ["王芳: 好的！婆婆这段时间回潍坊，说正好回去看看老姐妹", "王芳: 从青岛回来了，玩得很开心！"],
+    ["助手: 恭喜乐乐！二年级能拿二等奖很厉害", "助手: 三年级是个转折点，作业会多一些"],
+], ids=["from-zh", "grade-zh"])  # (English "back from": tests/extractors/test_frames.py, the pair alone never fired)
+def test_chat_that_states_no_new_value_keeps_both(mem: Memory, texts: list[str]) -> None:
+    for day, text in enumerate(texts):
+        say(mem, text, day * 0.01)
+    assert mem.conflicts(user_id="u1") == []
+    assert all(m.status == "active" for m in mem.get_all(user_id="u1"))
+
+
+@pytest.mark.parametrize("texts", [
     ["The venue is the Marriott.", "We swapped the venue to the Grand Hyatt.", "The venue moved to the Hilton."],
     ["我住在武汉。", "我搬到了成都。", "我已经搬去深圳了。"],
 ], ids=["en", "zh"])

@@ -217,3 +217,38 @@ def test_a_change_by_an_amount_is_a_delta(extractor, text: str, delta: bool) -> 
 def test_the_period_an_amount_is_measured_over_qualifies_it(extractor, text: str, periods: set[str]) -> None:
     found = {w for f in frames_of(extractor.extract(text)) for w in f.nominal if w.startswith("~")}
     assert found == periods
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a numeral that jieba reads as part of a word of another class is no quantity: "二年级" is second grade (an
+    # attribute), not a duration "二年" (zh-chat-dev: "二年级能拿二等奖" / "三年级是个转折点" was a conflict 二年 -> 三年)
+    ("二年级能拿二等奖很厉害", []),
+    ("三年级是个转折点", []),
+    ("公司的五年计划出来了", []),
+    # numeral and measure words stay quantities, with an approximation or a unit after them
+    ("三个月后再复查", [("duration", "3 month")]),
+    ("他三十多岁了", [("amount", "30")]),
+    ("团队有十二个人。", [("count", "12")]),
+    ("迭代周期改成三周了。", [("duration", "3 week")]),
+])
+def test_a_chinese_numeral_inside_a_word_is_no_quantity(extractor, text: str, expected: list[tuple[str, str]]) -> None:
+    assert [(k, n) for f in frames_of(extractor.extract(text)) for s in f.slots for k, n in sorted(s.norms)
+            if k in ("amount", "count", "money", "duration")] == expected
+
+
+@pytest.mark.parametrize(("text", "free"), [
+    # where someone came back from is not where they are: no new value ("从青岛回来了" was a conflict against
+    # "婆婆这段时间回潍坊" in zh-chat-dev)
+    ("从青岛回来了，玩得很开心！", False),
+    ("Just got back from Lisbon!", False),
+    ("I switched from Verizon last week.", False),
+    # where it is the predicate, "from" states an origin: a value
+    ("I'm from Lisbon.", True),
+    ("She comes from Lisbon.", True),
+    ("我住在青岛。", True),
+])
+def test_a_place_left_behind_is_no_new_value(extractor, text: str, free: bool) -> None:
+    from ripple._supersede import view
+
+    names = [v for f in frames_of(extractor.extract(text)) for v in view(f).values if v.named]
+    assert names and all(v.free is free for v in names), [(v.slot.text, v.free) for v in names]
