@@ -373,6 +373,13 @@ def match(old_view: FrameView, new_view: FrameView, *, multi_valued: frozenset[s
                                                bool(shared_attrs))
     if vo is None or vn is None:
         return None
+    if not strong and vn.kind != _TEMPORAL_KIND and any(
+            s.kind == _TEMPORAL_KIND and s.temporal.keys() & _DAYS and any(same[a]) for a, s in enumerate(olds)):
+        # two things on one day: a clause tied to one day ("on Friday", "next week", "May 2") tells of a
+        # one-off event, and another name on the same day with no change named is another event (another
+        # call, another trip: "Reminder to call A about dinner on Friday" / "... call B ..."), not a
+        # corrected one.  A change named ("the Friday dinner moved to Zuni") is still an update.
+        return None
     old_value, new_value = vo.slot.text, vn.slot.text
     reasons.append(f"value {old_value!r} -> {new_value!r}")
     # slots that did not change are read as words: an unmatched name qualifies ("Falcon", "Vantage")
