@@ -68,7 +68,8 @@ from .text import STOPWORDS_EN, STOPWORDS_ZH, _jieba, has_cjk, lexical_tokens
 from .values import normalize_value, parse_number
 
 __all__ = ["Value", "Slot", "Frame", "frames_of", "change_markers", "value_groups", "value_group", "content_words", "TEMPORAL", "NUMERIC", "AMOUNT", "MONEY", "COUNT",
-           "NAME", "PERSON", "PROPER", "IDENT", "RATE", "PHRASE", "PLACEHOLDERS", "UNRESOLVED"]
+           "NAME", "PERSON", "PROPER", "IDENT", "RATE", "PHRASE", "PLACEHOLDERS", "UNRESOLVED",
+           "FAMILIES", "PERSON_FAMILY", "PLACE", "ORGANISATION"]
 
 # value classes: two values compare only inside one class
 AMOUNT, MONEY, COUNT, DATE, WEEKDAY, TIME, FUTURE, YEAR, DURATION, EMAIL, PHONE, IDENT, NAME, PAST, RATE, PHRASE = (
@@ -85,6 +86,13 @@ TEMPORAL = frozenset({DATE, WEEKDAY, TIME, FUTURE, YEAR})
 PLACEHOLDERS = {AMOUNT: "NUMBER", MONEY: "NUMBER", COUNT: "NUMBER", DATE: "DATE", WEEKDAY: "DAY", TIME: "TIME", FUTURE: "DATE", YEAR: "YEAR",
                 DURATION: "DURATION", EMAIL: "EMAIL", PHONE: "PHONE", IDENT: "CODE", NAME: "NAME", PAST: "DATE",
                 RATE: "per unit", PHRASE: "SOMETHING", PERSON: "NAME", PROPER: "NAME"}
+#: Entity families of typed names: a person, a place or an organisation is a different kind of thing, so a
+#: value of one family never replaces a value of another ("friends with Deofrum" is no earlier address than
+#: "moved to Praicho Springs", nor "moved to Praicho Springs" an earlier employer than "promoted at
+#: Vaigoskoum Media").  Other labels (PRODUCT, PROPN, NORP, ...) and names found only by a fact rule carry
+#: no family: the tagger does not say what they are.
+PERSON_FAMILY, PLACE, ORGANISATION = "person", "place", "organisation"
+FAMILIES = {"PERSON": PERSON_FAMILY, "GPE": PLACE, "LOC": PLACE, "FAC": PLACE, "ORG": ORGANISATION}
 _NAMED_LABELS = frozenset({"PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "PROPN", "NORP", "EVENT", "WORK",
                            "LANGUAGE", "LAW", "MISC"})
 
@@ -99,6 +107,7 @@ class Value:
     end: int
     text: str
     weak: bool = False  # a capitalised word that may only be capitalised because it starts the sentence
+    family: str = ""  # of a name the tagger typed: PERSON_FAMILY, PLACE or ORGANISATION (see :data:`FAMILIES`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +125,8 @@ class Slot:
     # (start, end, kind) of each of its values: a slot of dates and times may have words between its values
     # ("Mondays at 10:00", "next week the vendor sync moves to 11:00"), which a mask must keep
     parts: tuple[tuple[int, int, str], ...] = ()
+    # the entity family of its names when the tagger typed them all alike ("" when it did not, or for no name)
+    family: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -761,7 +772,7 @@ def _named_values(ex: Extraction, full: str, offset: int, typed: list[Value], sp
         typed = [v for v in typed if v not in inner]
         weak = e.label == "PROPN" and lang != "zh" and _sentence_initial(full, e.start, offset)  # (no capitals in Chinese)
         kind = PERSON if e.label == "PERSON" else PROPER if e.label in ("PROPN", "MISC") else NAME
-        names.append(Value(kind, e.key, e.start, e.end, full[e.start:e.end], weak))
+        names.append(Value(kind, e.key, e.start, e.end, full[e.start:e.end], weak, FAMILIES.get(e.label, "")))
     low = full.lower()
     for f in ex.facts:
         if f.attribute not in _NAME_FACTS:
@@ -955,9 +966,11 @@ def _slots(full: str, values: Sequence[Value], lang: str) -> tuple[Slot, ...]:
     out = []
     for g in groups:
         text = " ".join(v.text for v in g)
+        families = {v.family for v in g if v.kind in _NAME_KINDS}
         out.append(Slot(kinds=frozenset(v.kind for v in g), norms=frozenset((v.kind, v.norm) for v in g), start=g[0].start,
                         end=g[-1].end, text=text, words=frozenset(_words(text, lang)),
-                        weak=all(v.weak for v in g), parts=tuple((v.start, v.end, v.kind) for v in g)))
+                        weak=all(v.weak for v in g), parts=tuple((v.start, v.end, v.kind) for v in g),
+                        family=families.pop() if len(families) == 1 else ""))
     return tuple(sorted(out, key=lambda s: s.start))
 
 

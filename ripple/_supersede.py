@@ -97,6 +97,7 @@ class _Value:
     proper: bool  # a name other than a phrase
     ident: bool
     rate_only: bool
+    family: str  # a typed name's entity family (person, place, organisation), "" when untyped: see _comparable
     free: bool  # (of a new clause) not negated, and not a weak name or phrase the sentence gives no reason to read as one
 
 
@@ -131,7 +132,7 @@ def _value_of(slot: Slot, frame: Frame) -> _Value:
         PHRASE in slot.kinds and slot.weak and not (frame.strong and len(frame.words) <= 3))
     return _Value(slot, slot.kinds, kind, {k: frozenset(v) for k, v in temporal.items()},
                   frozenset(n for _, n in slot.norms), slot.words, slot.weak, named,
-                  bool(slot.kinds & _NAMES - {PHRASE}), IDENT in slot.kinds, kind == _RATE_KIND, free)
+                  bool(slot.kinds & _NAMES - {PHRASE}), IDENT in slot.kinds, kind == _RATE_KIND, slot.family, free)
 
 
 def view(frame: Frame) -> FrameView:
@@ -147,7 +148,16 @@ def view(frame: Frame) -> FrameView:
 
 def _comparable(a: _Value, b: _Value, strong: bool) -> bool:
     """Whether ``b`` can take the place of ``a``: values of one kind (money and counts never meet; dates
-    and times meet on a shared part: a weekday on a weekday, a time of day on a time of day)."""
+    and times meet on a shared part: a weekday on a weekday, a time of day on a time of day).
+
+    Names the tagger typed keep to their family: a person, a place and an organisation are different
+    things, so one never takes the place of another, whatever the sentence says ("close friends with
+    Deofrum Drecux" is not an old address of "finally moved to Praicho Springs", nor "moved to Praicho
+    Springs" an old employer of "got promoted at Vaigoskoum Media"; a change marker says something
+    changed, not that these two values are one attribute).  An untyped proper noun or a phrase may be
+    any of them, and keeps the rules below."""
+    if a.family and b.family and a.family != b.family:
+        return False
     ka, kb = a.kind, b.kind
     if ka == kb == _TEMPORAL_KIND:
         ta, tb = a.temporal, b.temporal
@@ -362,6 +372,13 @@ def match(old_view: FrameView, new_view: FrameView, *, multi_valued: frozenset[s
     vo, vn, old_left, new_left = _value_change(old_view, new_view, marked, old_as_words, new_as_words, same,
                                                bool(shared_attrs))
     if vo is None or vn is None:
+        return None
+    if not strong and vn.kind != _TEMPORAL_KIND and any(
+            s.kind == _TEMPORAL_KIND and s.temporal.keys() & _DAYS and any(same[a]) for a, s in enumerate(olds)):
+        # two things on one day: a clause tied to one day ("on Friday", "next week", "May 2") tells of a
+        # one-off event, and another name on the same day with no change named is another event (another
+        # call, another trip: "Reminder to call A about dinner on Friday" / "... call B ..."), not a
+        # corrected one.  A change named ("the Friday dinner moved to Zuni") is still an update.
         return None
     old_value, new_value = vo.slot.text, vn.slot.text
     reasons.append(f"value {old_value!r} -> {new_value!r}")

@@ -318,3 +318,73 @@ def test_a_parse_kept_by_text_never_brings_back_a_memory_that_is_gone(mem: Memor
     f = say(mem, second, 5, session="s6")  # what e said is retracted: nothing active to replace
     assert mem.get(f.id).status == "active" and "supersedes" not in (mem.get(f.id).metadata.get("ripple") or {})
     assert mem.get(e.id).status == "invalidated"
+
+
+# The synthetic scale store (benchmarks/datasets.py, tagged by a gazetteer of its names): each pair was a
+# "high" supersession on main, a person replaced by a place or a place by an organisation after a change
+# marker ("finally moved", "just got promoted"), hiding gold evidence of the benchmark's questions.
+_TYPED_NAMES = {"Rifrox Priwar": "PERSON", "Deofrum Drecux": "PERSON", "Praicho Springs": "GPE",
+                "Trucamville": "GPE", "Vaigoskoum Media": "ORG"}
+OTHER_FAMILIES = [
+    ("Rifrox Priwar has been close friends with Deofrum Drecux since college.",
+     "Deofrum Drecux finally moved to Praicho Springs."),  # a person -> a place
+    ("Deofrum Drecux finally moved to Praicho Springs.",
+     "Deofrum Drecux just got promoted at Vaigoskoum Media."),  # a place -> an organisation
+    ("The Vaigoskoum Media team in Trucamville shipped a big update.",
+     "Deofrum Drecux just got promoted at Vaigoskoum Media."),  # a place -> a person
+]
+
+
+@pytest.mark.parametrize("first,second", OTHER_FAMILIES, ids=["person-place", "place-org", "place-person"])
+def test_a_person_a_place_and_an_organisation_never_replace_each_other(
+        tmp_path: Any, embedder: Any, clock: Clock, first: str, second: str) -> None:
+    """Names the tagger typed keep to their family (see ripple._supersede._comparable): a change
+    marker says something changed, not that a place and an employer are one attribute."""
+    from extractors import GazetteerExtractor
+
+    with Memory(path=str(tmp_path / "s"), embedder=embedder, extractor=GazetteerExtractor(_TYPED_NAMES),
+                clock=clock) as m:
+        a, b = say(m, first, 0), say(m, second, 1, session="s2")
+        assert m.get(a.id).status == "active" and m.get(b.id).status == "active"
+        assert "supersedes" not in (m.get(b.id).metadata.get("ripple") or {})
+
+
+def test_a_typed_name_still_replaces_one_of_its_own_family(tmp_path: Any, embedder: Any, clock: Clock) -> None:
+    """A place for a place (both tagged GPE) is still a move."""
+    from extractors import GazetteerExtractor
+
+    with Memory(path=str(tmp_path / "s"), embedder=embedder, extractor=GazetteerExtractor(_TYPED_NAMES),
+                clock=clock) as m:
+        a = say(m, "Deofrum Drecux lives in Trucamville.", 0)
+        b = say(m, "Deofrum Drecux finally moved to Praicho Springs.", 1, session="s2")
+        assert m.get(a.id).status == "superseded" and m.get(b.id).status == "active"
+
+
+@pytest.mark.parametrize("first,second", [
+    ("I live in Wuhan.", "I moved to Chengdu."),  # two places (GPE)
+    ("Max owns the billing service.", "Maya took over as owner of the billing service."),  # a person, an untyped name
+], ids=["place-place", "person-proper"])
+def test_updates_within_a_family_or_to_an_untyped_name_still_supersede(mem: Memory, first: str, second: str) -> None:
+    a, b = say(mem, first, 0), say(mem, second, 1, session="s2")
+    assert mem.get(a.id).status == "superseded" and mem.get(b.id).status == "active"
+
+
+_DAY_NAMES = {"Cregol Skehacrai": "PERSON", "Friasho Sadrourt": "PERSON", "Brojom": "GPE", "Baislian": "GPE"}
+ONE_DAY = [  # the synthetic store again: 1,240 of its 5,282 remaining supersessions (10k) were pairs like these
+    ("Reminder to call Cregol Skehacrai about dinner on Friday.",
+     "Reminder to call Friasho Sadrourt about dinner on Friday."),
+    ("I'm flying to Brojom next week for a conference.", "I'm flying to Baislian next week for a conference."),
+]
+
+
+@pytest.mark.parametrize("first,second", ONE_DAY, ids=["call-friday", "flight-next-week"])
+def test_two_things_on_one_day_do_not_replace_each_other(
+        tmp_path: Any, embedder: Any, clock: Clock, first: str, second: str) -> None:
+    """A clause tied to one day tells of a one-off event: another name on the same day, with no change
+    named, is another event (see ripple._supersede.match)."""
+    from extractors import GazetteerExtractor
+
+    with Memory(path=str(tmp_path / "s"), embedder=embedder, extractor=GazetteerExtractor(_DAY_NAMES),
+                clock=clock) as m:
+        a, b = say(m, first, 0), say(m, second, 1, session="s2")
+        assert m.get(a.id).status == "active" and m.get(b.id).status == "active"
