@@ -107,7 +107,7 @@ def test_chat_counts_supersessions_and_conflicts_per_conversation(tmp_path, embe
 
     t0 = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
     chat = {
-        "moves": ["Ana: I live in Leeds.", "Ana: We moved to Manchester last month, I live in Manchester now."],
+        "moves": ["Ana: I live in Boston.", "Ana: We moved to Chicago last month, I live in Chicago now."],
         "budgets": ["Bo: Our budget is 50,000 CNY.", "Bo: The budget for the team dinner is 800 CNY."],
         "quiet": ["Cy: 我今天去公园散步了。", "Cy: 天气很好，心情不错。"],
     }
