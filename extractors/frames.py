@@ -68,8 +68,7 @@ from .text import STOPWORDS_EN, STOPWORDS_ZH, _jieba, has_cjk, lexical_tokens
 from .values import normalize_value, parse_number
 
 __all__ = ["Value", "Slot", "Frame", "frames_of", "change_markers", "value_groups", "value_group", "content_words", "TEMPORAL", "NUMERIC", "AMOUNT", "MONEY", "COUNT",
-           "NAME", "PERSON", "PROPER", "IDENT", "RATE", "PHRASE", "PLACEHOLDERS", "UNRESOLVED",
-           "FAMILIES", "PERSON_FAMILY", "PLACE", "ORGANISATION"]
+           "NAME", "PERSON", "PROPER", "IDENT", "RATE", "PHRASE", "PLACEHOLDERS", "UNRESOLVED"]
 
 # value classes: two values compare only inside one class
 AMOUNT, MONEY, COUNT, DATE, WEEKDAY, TIME, FUTURE, YEAR, DURATION, EMAIL, PHONE, IDENT, NAME, PAST, RATE, PHRASE = (
@@ -91,8 +90,7 @@ PLACEHOLDERS = {AMOUNT: "NUMBER", MONEY: "NUMBER", COUNT: "NUMBER", DATE: "DATE"
 #: "moved to Praicho Springs", nor "moved to Praicho Springs" an earlier employer than "promoted at
 #: Vaigoskoum Media").  Other labels (PRODUCT, PROPN, NORP, ...) and names found only by a fact rule carry
 #: no family: the tagger does not say what they are.
-PERSON_FAMILY, PLACE, ORGANISATION = "person", "place", "organisation"
-FAMILIES = {"PERSON": PERSON_FAMILY, "GPE": PLACE, "LOC": PLACE, "FAC": PLACE, "ORG": ORGANISATION}
+_FAMILIES = {"PERSON": "person", "GPE": "place", "LOC": "place", "FAC": "place", "ORG": "organisation"}
 _NAMED_LABELS = frozenset({"PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "PROPN", "NORP", "EVENT", "WORK",
                            "LANGUAGE", "LAW", "MISC"})
 
@@ -107,7 +105,7 @@ class Value:
     end: int
     text: str
     weak: bool = False  # a capitalised word that may only be capitalised because it starts the sentence
-    family: str = ""  # of a name the tagger typed: PERSON_FAMILY, PLACE or ORGANISATION (see :data:`FAMILIES`)
+    family: str = ""  # of a name the tagger typed: "person", "place" or "organisation" (see _FAMILIES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -772,7 +770,7 @@ def _named_values(ex: Extraction, full: str, offset: int, typed: list[Value], sp
         typed = [v for v in typed if v not in inner]
         weak = e.label == "PROPN" and lang != "zh" and _sentence_initial(full, e.start, offset)  # (no capitals in Chinese)
         kind = PERSON if e.label == "PERSON" else PROPER if e.label in ("PROPN", "MISC") else NAME
-        names.append(Value(kind, e.key, e.start, e.end, full[e.start:e.end], weak, FAMILIES.get(e.label, "")))
+        names.append(Value(kind, e.key, e.start, e.end, full[e.start:e.end], weak, _FAMILIES.get(e.label, "")))
     low = full.lower()
     for f in ex.facts:
         if f.attribute not in _NAME_FACTS:

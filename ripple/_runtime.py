@@ -279,11 +279,12 @@ class Runtime:
             ex = parsed[t]
             found = read.get(t)
             if found is None:  # (once per text, also when a batch holds it twice)
-                found = read[t] = self._known_frames(t, ex)
-            if found is None:
-                found = read[t] = tuple(view(f) for f in frames_of(ex))
-                with self._lock:
-                    _remember(self._frames, t, (ex, found), RECENT_FRAMES)
+                found = self._known_frames(t, ex)
+                if found is None:
+                    found = tuple(view(f) for f in frames_of(ex))
+                    with self._lock:
+                        _remember(self._frames, t, (ex, found), RECENT_FRAMES)
+                read[t] = found
             out.append((found, ex.extra.get("speaker")))
         return out
 

@@ -323,6 +323,13 @@ def test_a_parse_kept_by_text_never_brings_back_a_memory_that_is_gone(mem: Memor
 # The synthetic scale store (benchmarks/datasets.py, tagged by a gazetteer of its names): each pair was a
 # "high" supersession on main, a person replaced by a place or a place by an organisation after a change
 # marker ("finally moved", "just got promoted"), hiding gold evidence of the benchmark's questions.
+def _tagged(tmp_path: Any, embedder: Any, clock: Clock, names: dict[str, str]) -> Memory:
+    """A memory whose extractor tags exactly ``names`` (name -> entity label), as the synthetic store's does."""
+    from extractors import GazetteerExtractor
+
+    return Memory(path=str(tmp_path / "s"), embedder=embedder, extractor=GazetteerExtractor(names), clock=clock)
+
+
 _TYPED_NAMES = {"Rifrox Priwar": "PERSON", "Deofrum Drecux": "PERSON", "Praicho Springs": "GPE",
                 "Trucamville": "GPE", "Vaigoskoum Media": "ORG"}
 OTHER_FAMILIES = [
@@ -340,10 +347,7 @@ def test_a_person_a_place_and_an_organisation_never_replace_each_other(
         tmp_path: Any, embedder: Any, clock: Clock, first: str, second: str) -> None:
     """Names the tagger typed keep to their family (see ripple._supersede._comparable): a change
     marker says something changed, not that a place and an employer are one attribute."""
-    from extractors import GazetteerExtractor
-
-    with Memory(path=str(tmp_path / "s"), embedder=embedder, extractor=GazetteerExtractor(_TYPED_NAMES),
-                clock=clock) as m:
+    with _tagged(tmp_path, embedder, clock, _TYPED_NAMES) as m:
         a, b = say(m, first, 0), say(m, second, 1, session="s2")
         assert m.get(a.id).status == "active" and m.get(b.id).status == "active"
         assert "supersedes" not in (m.get(b.id).metadata.get("ripple") or {})
@@ -351,10 +355,7 @@ def test_a_person_a_place_and_an_organisation_never_replace_each_other(
 
 def test_a_typed_name_still_replaces_one_of_its_own_family(tmp_path: Any, embedder: Any, clock: Clock) -> None:
     """A place for a place (both tagged GPE) is still a move."""
-    from extractors import GazetteerExtractor
-
-    with Memory(path=str(tmp_path / "s"), embedder=embedder, extractor=GazetteerExtractor(_TYPED_NAMES),
-                clock=clock) as m:
+    with _tagged(tmp_path, embedder, clock, _TYPED_NAMES) as m:
         a = say(m, "Deofrum Drecux lives in Trucamville.", 0)
         b = say(m, "Deofrum Drecux finally moved to Praicho Springs.", 1, session="s2")
         assert m.get(a.id).status == "superseded" and m.get(b.id).status == "active"
@@ -382,9 +383,6 @@ def test_two_things_on_one_day_do_not_replace_each_other(
         tmp_path: Any, embedder: Any, clock: Clock, first: str, second: str) -> None:
     """A clause tied to one day tells of a one-off event: another name on the same day, with no change
     named, is another event (see ripple._supersede.match)."""
-    from extractors import GazetteerExtractor
-
-    with Memory(path=str(tmp_path / "s"), embedder=embedder, extractor=GazetteerExtractor(_DAY_NAMES),
-                clock=clock) as m:
+    with _tagged(tmp_path, embedder, clock, _DAY_NAMES) as m:
         a, b = say(m, first, 0), say(m, second, 1, session="s2")
         assert m.get(a.id).status == "active" and m.get(b.id).status == "active"

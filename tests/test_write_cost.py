@@ -188,7 +188,6 @@ def test_frames_of_a_text_written_again_are_read_once_while_its_parse_is_the_sam
     assert [v.frame for v in other[0][0]] != [v.frame for v in first[0][0]]
 
 
-
 class _Counting:
     """The default extractor, counting the texts it parses."""
 
