@@ -154,6 +154,11 @@ class Frame:
     limit: bool = False  # the clause names a limit ("budget", "capped at", "quota", "预算", "上限", "最多")
     delta: bool = False  # the clause states a change *by* an amount ("another 2k", "up by 10%", "又多花了两万", "要加三万")
     names: frozenset[str] = frozenset()  # words of the names that qualify a noun in the clause ("the Lisbon office")
+    told: bool = False  # it tells what happened, in the past tense: see _told
+    governed: frozenset[int] = frozenset()  # where its values start that a change verb governs ("moved to Leeds")
+    qualifying: frozenset[int] = frozenset()  # where its names start that qualify a noun ("the launch of Atlas")
+    lead: int = -1  # where its subject starts when the subject is a name slot ("Tom just got promoted"): see _lead
+    handover: bool = False  # its sentence says a holder changed ("took over", "instead", "now", "接手"): see _HANDOVER_EN
     text_names: frozenset[str] = frozenset()  # words of every name of the text, qualifying or a value
 
 
@@ -307,6 +312,15 @@ _COMPLEMENT_ZH = re.compile(r"(?:在|是)(?P<v>[^，。！？；,!?;在是]+?)(?
 _SAME_EN = re.compile(r"\b(?:still|as\s+usual|unchanged|same\s+as\s+before|as\s+before|as\s+planned"
                       r"|(?:has|have|had|is|are|was|were|did|does|do)(?:n't|\s+not)\s+(?:been\s+)?(?:chang|mov|shift|slipp)\w*)\b", _F)
 _SAME_ZH = re.compile(r"没变|不变|没有变|没改|没有改|照旧|照常|仍然|依然|还是原来|跟原来一样|和原来一样|一直")
+# A change of holder: the sentence says that someone or something now holds what another held ("Maya took
+# over as owner", "Hana is the project manager now", "Globex replaced Initech as our supplier", "改由张伟负责",
+# "小李接手了").  A statement whose subject is another name is about that one ("Tom just got promoted" /
+# "Lena just got promoted", "Acme is hiring again" / "Globex is hiring again"): it replaces the old one only
+# when its sentence says so (see ``Frame.lead``).  "promoted", "moved", "an update" say that the subject
+# changed, not that another took its place.
+_HANDOVER_EN = re.compile(r"\b(?:took\s+over|tak(?:e|es|ing)\s+over|taken\s+over|handed\s+(?:it\s+)?over|replac(?:ed|es|ing)"
+                          r"|succeeded|instead|now|new|in\s+charge)\b", _F)
+_HANDOVER_ZH = re.compile(r"接手|接任|接替|接管|接班|换成|换了|换人|改由|取代|代替|顶替|现在|新任|新来的|新的")
 # Addition markers: the new value adds to the old ones ("I also speak Portuguese").
 _ADDITION_EN = re.compile(r"\b(?:also|too|as\s+well|another|second|additionally|in\s+addition|both|more)\b", _F)
 _ADDITION_ZH = re.compile(r"也|还(?!是|在)|又|另外|另一|再")
@@ -833,7 +847,7 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
     values = sorted(typed + names, key=lambda v: v.start)
     cut = _unabbreviated(message)  # (where sentences and clauses end; same offsets)
     sentences = [(m.start(), m.end()) for m in _SENTENCE.finditer(cut)]
-    marks = _marker_spans(message, sentences, lang)
+    marks = [m for m in _marker_spans(message, sentences, lang) if not _no_marker(message, m, values, offset)]
     clauses = _clauses(cut, lang)
     out: list[Frame] = []
     shared: dict[str, Any] = {}  # what all frames of the text carry, computed for the first one
@@ -850,7 +864,13 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
         frame = replace(_frame(full, a0, b0, vals, nominal, lang, me),
                         marked=any(x <= s < y for s, _, _ in marks), strong=strong,
                         strong_here=any(a <= s < b and hard for s, _, hard in marks),
-                        event=any(v.kind == PAST and x + offset <= v.start < y + offset for v in values))
+                        event=any(v.kind == PAST and x + offset <= v.start < y + offset for v in values),
+                        told=lang == "en" and _told(message[a:b], vals, a0),
+                        governed=_governed(message, vals, offset, marks, a, b) if lang == "en" else frozenset(),
+                        qualifying=frozenset(v.start for v in vals if lang == "en" and v.kind in _PROPER_NAMES
+                                             and _OF_NOUN_EN.search(full, a0, v.start)),
+                        handover=any(not any(v.kind in _PROPER_NAMES and v.start <= m.start() + offset < v.end for v in values)
+                                     for m in (_HANDOVER_ZH if lang == "zh" else _HANDOVER_EN).finditer(message, x, y)))
         if not frame.words and not frame.subjects and all(s.kinds <= _PROPER_NAMES for s in frame.slots):
             continue  # "Thanks, Mel!": a name alone is who is spoken to, not a statement
         if UNRESOLVED in frame.subjects:
@@ -887,6 +907,69 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
                            names=frozenset(w for qa, qb in qualifying if a0 <= qa < b0 for w in _words(full[qa:qb], lang)),
                            text_names=shared["names"]))
     return tuple(out)
+
+
+def _no_marker(message: str, mark: tuple[int, int, bool], values: Sequence[Value], offset: int) -> bool:
+    """Whether a marker match is no change marker: a word of a name ("New Shelor", "Newport"), or the noun
+    "update" in a noun phrase ("shipped a big update", "the update") rather than an announcement ("Update:
+    the budget is 60k", "Quick update from the call: ...")."""
+    start, end, _ = mark
+    if any(v.kind in _PROPER_NAMES and v.start <= start + offset < v.end for v in values):
+        return True
+    return (message[start:end].lower().startswith("update") and bool(_DETERMINED.search(message, 0, start))
+            and not message[end:end + 3].lstrip().startswith(":"))
+
+
+_DETERMINED = re.compile(r"\b(?:a|an|the|this|that|its|their|his|her|our|my|your|any|no)\s+(?:[a-z-]+\s+)?$", _F)
+# A verb in the past tense: a regular "-ed" form or an irregular one (see _told).
+_PAST_EN = re.compile(
+    r"\b(?:[a-z]{2,}(?<!need)(?<!feed)(?<!seed)(?<!speed)(?<!bleed)(?<!breed)(?<!hundred)(?<!bed)(?<!red)"
+    r"(?<!shed)(?<!ted)(?<!fred)ed|sent|got|went|came|made|took|did|said|told|gave|bought|brought|thought|found"
+    r"|met|paid|saw|ran|won|lost|spent|felt|kept|began|wrote|drove|flew|ate|drank|knew|sold|built|caught|taught"
+    r"|fought|sang|swam|threw|wore|woke|broke|chose|spoke|stole|forgot|held|heard|led|meant|slept|stood"
+    r"|understood|(?:was|were)\s+(?:\w+\s+)?[a-z]{2,}ing)\b", _F)  # (and the past progressive: "were arguing")
+# ... unless it is a participle after "be" or "have", perhaps with an adverb between ("is scheduled", "is now
+# locked", "are booked", "has moved", "'ve relocated": a state, or a perfect that still holds)
+_PARTICIPLE_EN = re.compile(r"\b(?:is|am|are|be|been|being|was|were|has|have|had|get|gets|'s|'re|'m|'ve|'d)"
+                            r"(?:\s+(?:now|just|already|also|still|all|finally|officially|been|being))*\s+$", _F)
+# A change verb with its object: "moved to Leeds", "pushed the go-live to May 9", "joined Globex", "quit Initech":
+# the sentence tells what became of the value, not only that something happened.
+_GOVERNS_EN = re.compile(r"^(?:\s+(?!(?:at|in|on|with|near|from|about)\b)[\w'-]+){0,4}?\s+(?:to|into|as|over|for|until|till"
+                         r"|back|out|up|down|by)?\s*$", _F)
+
+
+# A name that completes a noun ("the launch of Atlas", "the deadline for the Contoso bid", "our budget for Q3
+# Offsite"): it says which thing the statement is about, so another name there is another thing.
+_OF_NOUN_EN = re.compile(r"\b(?:the|a|an|our|my|your|his|her|their|its|this|that)\s+(?:[\w-]+\s+){0,2}?[\w-]+\s+"
+                         r"(?:of|for)\s+(?:the\s+)?$", _F)
+
+
+def _told(clause: str, values: Sequence[Value], start: int) -> bool:
+    """Whether an English clause tells what happened: a verb in the past tense ("X just got promoted at
+    Acme", "X sent me photos from the trip to Leeds", "The Acme team in Leeds shipped a big update").  A
+    thing that happened stays true: another one like it is another event (see ripple._supersede)."""
+    plain, pos = [], 0
+    for v in values:  # (names such as "Reshourtville" or "Fred" are no verbs)
+        if v.start - start >= pos:
+            plain += [clause[pos:v.start - start], " , "]
+            pos = v.end - start
+    plain.append(clause[pos:])
+    text = "".join(plain)
+    return any(not _PARTICIPLE_EN.search(text, 0, m.start()) for m in _PAST_EN.finditer(text))
+
+
+def _governed(message: str, values: Sequence[Value], offset: int, marks: Sequence[tuple[int, int, bool]],
+              a: int, b: int) -> frozenset[int]:
+    """Where the values of a clause start that a change verb of it governs: "moved to Manchester", "pushed
+    the go-live to May 9", "joined Globex", "quit Initech" (not "got promoted at Acme": the promotion
+    changed a role, and Acme is where it happened)."""
+    out = set()
+    for s, e, hard in marks:
+        if hard and a <= s < b:
+            for v in values:
+                if v.start - offset >= e and _GOVERNS_EN.match(message[e:v.start - offset]):
+                    out.add(v.start)
+    return frozenset(out)
 
 
 def _announces(clause: tuple[int, int], sentence: int, marks: Sequence[tuple[int, int, bool]],
@@ -1029,11 +1112,30 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
     sources = tuple(sorted({k + a for m in (_SOURCE_ZH if lang == "zh" else _SOURCE_EN).finditer(clause)
                             for k in (m.end(), m.start(1) if m.lastindex else m.end())}))
     slots = _slots(full, values, lang)
-    return Frame(clause=clause, start=a, slots=slots, groups=frozenset(value_group(k) for x in slots for k in x.kinds),
+    return Frame(clause=clause, start=a, slots=slots, lead=_lead(full, a, slots, lang), groups=frozenset(value_group(k) for x in slots for k in x.kinds),
                  words=words, nominal=frozenset(nominal),
                  subjects=frozenset(subjects), masked=re.sub(r"\s+", " ", "".join(masked)).strip(),
                  addition=addition, negations=negations, sources=sources, running=running,
                  limit=limit, delta=delta)
+
+
+def _lead(full: str, a: int, slots: Sequence[Slot], lang: str) -> int:
+    """Where the clause's subject starts, when it is a name slot: the first slot, a name, with no
+    content word of the clause before it ("Tom just got promoted at Acme", "The Acme team in Leeds
+    shipped", "小王升职了"); -1 otherwise ("I had lunch with Tom", "The venue is the Marriott").
+    The subject is what a statement is about: with another one, it is another statement."""
+    first = slots[0] if slots else None
+    if first is None or not first.kinds <= _PROPER_NAMES or first.weak:
+        return -1
+    before = full[a:first.start]
+    words = _jieba().lcut(before) if lang == "zh" or has_cjk(before) else re.findall(r"[\w']+", before)
+    if any(w.strip() and w.lower() not in _LEAD_IN for w in words if any(ch.isalnum() for ch in w)):
+        return -1  # ("I work at Initech", "我在腾讯工作": the subject is a pronoun)
+    return first.start
+
+
+#: Words that may stand before a clause's subject: articles and conjunctions ("The Acme team", "And Tom").
+_LEAD_IN = frozenset("the a an and but so then oh well 那 然后 而且 但是 不过".split())
 
 
 # Who made a change, in a clause that says so with a change verb and its object: "The airline rescheduled

@@ -50,6 +50,7 @@ from extractors.text import has_cjk
 __all__ = ["Verdict", "JudgeCase", "FrameView", "view", "match", "can_replace", "can_be_replaced", "structural_match", "promising", "worth_parsing", "grade", "HIGH", "MEDIUM", "LOW", "DENSE_HIGH", "DENSE_MEDIUM"]
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
+PERSON_FAMILY = "person"
 _NAMES = frozenset({NAME, PERSON, PROPER, PHRASE})
 _NOT_VALUES = frozenset({IDENT, RATE})
 _SHORT = 4  # words of a clause short enough to be read as a plain statement of one value
@@ -98,6 +99,7 @@ class _Value:
     ident: bool
     rate_only: bool
     family: str  # a typed name's entity family (person, place, organisation), "" when untyped: see _comparable
+    lead: bool  # the subject of its clause (extractors.frames.Frame.lead)
     free: bool  # (of a new clause) not negated, and not a weak name or phrase the sentence gives no reason to read as one
 
 
@@ -132,7 +134,8 @@ def _value_of(slot: Slot, frame: Frame) -> _Value:
         PHRASE in slot.kinds and slot.weak and not (frame.strong and len(frame.words) <= 3))
     return _Value(slot, slot.kinds, kind, {k: frozenset(v) for k, v in temporal.items()},
                   frozenset(n for _, n in slot.norms), slot.words, slot.weak, named,
-                  bool(slot.kinds & _NAMES - {PHRASE}), IDENT in slot.kinds, kind == _RATE_KIND, slot.family, free)
+                  bool(slot.kinds & _NAMES - {PHRASE}), IDENT in slot.kinds, kind == _RATE_KIND, slot.family,
+                  slot.start == frame.lead, free)
 
 
 def view(frame: Frame) -> FrameView:
@@ -372,6 +375,25 @@ def match(old_view: FrameView, new_view: FrameView, *, multi_valued: frozenset[s
     vo, vn, old_left, new_left = _value_change(old_view, new_view, marked, old_as_words, new_as_words, same,
                                                bool(shared_attrs))
     if vo is None or vn is None:
+        return None
+    if (vo.lead or vn.lead) and not new.handover:
+        # another subject, another statement: "Tom just got promoted at Acme" / "Lena just got promoted at
+        # Acme", "Acme is hiring again" / "Globex is hiring again", "..., Tom told me" / "..., Lena told me".
+        # Only a sentence that says another took the place does replace ("Maya took over as owner")
+        return None
+    if (vo.slot.start in old.qualifying or vn.slot.start in new.qualifying) and not new.handover:
+        # the name says which thing the statement is about: "planning the launch of Atlas with Tom" / "... of
+        # Beacon with Tom" are two launches ("Tom is the CEO of Globex now" does replace: a holder changed)
+        return None
+    if old.told and new.told and vn.slot.start not in new.governed:
+        # two things that happened: "X got promoted at Acme" / "X got promoted at Globex", "photos from the trip
+        # to Leeds" / "... to Porto"; the second tells another event, unless a change verb points at its value
+        # ("We moved to Leeds" / "We finally moved to Manchester")
+        return None
+    if PERSON_FAMILY in (vo.family, vn.family) and not (new.handover or strong):
+        # a person is who takes part, not a value a statement holds: "planning the launch with Tom" / "... with
+        # Lena", "lunch with Tom" / "lunch with Lena" are two; "Dev is my manager now", "Maya took over",
+        # "这周改成小王值班" replace
         return None
     if not strong and vn.kind != _TEMPORAL_KIND and any(
             s.kind == _TEMPORAL_KIND and s.temporal.keys() & _DAYS and any(same[a]) for a, s in enumerate(olds)):
