@@ -32,6 +32,16 @@ if TYPE_CHECKING:
 __all__ = ["Method", "BM25Method", "RippleMethod", "METHODS", "make_method"]
 
 
+def _store_label(store: str | None) -> str:
+    """How a method's name says where its store is: "" (a temporary embedded store), "@neo4j" (a server:
+    ``bolt://``, ``neo4j+s://``...), "@memory" (``memory://``) or "@sqlite" (an embedded store at a path or
+    ``sqlite:///tmp/x``): two runs on two backends must not share a results file name."""
+    if not store:
+        return ""
+    scheme = store.split("://", 1)[0].lower() if "://" in store else "sqlite"
+    return "@neo4j" if scheme.startswith(("bolt", "neo4j")) else "@memory" if scheme == "memory" else "@sqlite"
+
+
 @runtime_checkable
 class Method(Protocol):
     """A retrieval system under test."""
@@ -206,7 +216,7 @@ class RippleMethod:
         # a server store that already holds this dataset (from an earlier run) is used as it is
         self.reuse = reuse
         self.embedder = embedder  # e.g. "hash-384" for model-free scale runs; None = the default model
-        suffix = ("@neo4j" if store else "") + (f"+{embedder}" if embedder else "") + (f"+{extractor}" if extractor else "")
+        suffix = _store_label(store) + (f"+{embedder}" if embedder else "") + (f"+{extractor}" if extractor else "")
         self.name = (name or mode) + suffix
         self.chunk_size = chunk_size
         self.progress = progress

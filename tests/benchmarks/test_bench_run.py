@@ -49,3 +49,14 @@ def test_timed_queries_run_with_the_earlier_objects_frozen_out_of_the_collector(
     else:
         assert all(n == before for n in probe.frozen)
     assert gc.get_freeze_count() == before  # unfrozen afterwards
+
+
+@pytest.mark.parametrize("store,label", [
+    (None, "ripple"), ("bolt://127.0.0.1:7687", "ripple@neo4j"), ("neo4j+s://db.example", "ripple@neo4j"),
+    ("sqlite:///tmp/x", "ripple@sqlite"), ("/tmp/x", "ripple@sqlite"), ("memory://", "ripple@memory"),
+])
+def test_a_method_name_says_which_backend_its_store_is(store: str | None, label: str) -> None:
+    """An embedded store at a path was once labelled '@neo4j', and its results file named so."""
+    from benchmarks.methods import RippleMethod
+
+    assert RippleMethod(mode="ripple", store=store).name == label
