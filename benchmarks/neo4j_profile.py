@@ -379,7 +379,8 @@ def summarise(samples: list[RecallSample]) -> dict[str, Any]:
         "recv_ms_p50": _pct([s.wire.recv_s * 1000.0 for s in samples], 50),
         "requests": {
             name: {"per_recall": sum(s.requests[name] for s in samples) / n,
-                   "ms_p50": _pct([s.request_ms[name] for s in samples if name in s.request_ms], 50)}
+                   "ms_p50": _pct([s.request_ms[name] for s in samples if name in s.request_ms], 50),
+                   "ms_p95": _pct([s.request_ms[name] for s in samples if name in s.request_ms], 95)}
             for name in req_names
         },
     }
@@ -428,10 +429,10 @@ def markdown(report: dict[str, Any]) -> str:
             f" process CPU {s['cpu_ms_mean']:.1f} ms, Bolt flushes {s['flushes_mean']:.1f}, statements"
             f" {s['statements_mean']:.1f}, bytes in {s['bytes_in_mean'] / 1024:.0f} KiB, out"
             f" {s['bytes_out_mean'] / 1024:.1f} KiB, blocked in recv p50 {s['recv_ms_p50']:.1f} ms", "",
-            "| request | per recall | ms p50 |", "|---|---:|---:|",
+            "| request | per recall | ms p50 | ms p95 |", "|---|---:|---:|---:|",
         ]
         for name, r in s["requests"].items():
-            lines.append(f"| {name} | {r['per_recall']:.2f} | {r['ms_p50']:.2f} |")
+            lines.append(f"| {name} | {r['per_recall']:.2f} | {r['ms_p50']:.2f} | {r.get('ms_p95', float('nan')):.2f} |")
         if body.get("server"):
             lines += ["", "| statement | per recall | db hits p50 (mean) | rows p50 | plan |", "|---|---:|---:|---:|---|"]
             total = 0.0

@@ -997,38 +997,71 @@ RETURN f.id AS source, collect(t.id) AS targets, collect(type(r)) AS types, coll
        collect(CASE WHEN t:Entity THEN t.label ELSE '' END) AS labels
 """
 
-# Every node a walk of at most %(reach)d steps can expand from the sources (through edges of the
-# user, entering and leaving no hub above $cap, continuing only from entities of $labels), each
-# expanded as _EXPAND expands one node: a whole spread in one round trip.  (The quantified path
-# pattern is solved as a pruning breadth-first expand: each node is reached once.)
-_NEIGHBOURHOOD = """
+# A neighbourhood read: every node a walk of at most `reach` steps can expand from the sources (through
+# edges of the user, entering and leaving no hub above $cap, continuing only from entities of $labels),
+# each with the rows _EXPAND gives it: a whole spread in one round trip.  Read level by level, so that
+# each node's relationships are read once: level k+1 is the nodes the rows of level k reach first.
+# (The statement it replaces found the nodes with a breadth-first quantified path pattern and then
+# expanded each of them out, then in: on a Memory node, whose one relationship chain also holds its
+# POSTING and MENTIONS relationships, that walked the chain three times; see benchmarks/RESULTS.md,
+# "The spreading read level by level".)  An undirected expand gives a node's rows in chain order, so
+# each node's out rows are put before its in rows, as _EXPAND's UNION ALL orders them (a self-loop,
+# which both halves of _EXPAND return, is in both).
+_NEIGHBOURHOOD_SOURCES = """
 UNWIND $ids AS sid
 CALL (sid) {
     MATCH (s:Memory {id: sid}) RETURN s
     UNION
     MATCH (s:Entity {id: sid}) RETURN s
 }
-MATCH (s) ((a)-[r:%(types)s]-(b)
-           WHERE coalesce(r.user_id, '') = $user
-             AND (NOT a:Entity OR $cap < 0 OR a.degree <= $cap)
-             AND (NOT b:Entity OR (($cap < 0 OR b.degree <= $cap) AND ($labels IS NULL OR b.label IN $labels)))
-          ){0,%(reach)d} (f)
-WITH DISTINCT f
-CALL (f) {
-    WITH f WHERE NOT f:Entity OR $cap < 0 OR f.degree <= $cap
-    CALL (f) {
-        MATCH (f)-[r:%(types)s]->(t) WHERE coalesce(r.user_id, '') = $user RETURN r, t
-        UNION ALL
-        MATCH (f)<-[r:%(types)s]-(t) WHERE coalesce(r.user_id, '') = $user RETURN r, t
-    }
-    WITH r, t, CASE WHEN t:Entity THEN t.degree ELSE 1 END AS degree
-    WHERE $cap < 0 OR degree <= $cap
-    RETURN collect(t.id) AS targets, collect(type(r)) AS types, collect(r.weight) AS weights,
-           collect(degree) AS degrees, collect(r.predicate) AS predicates,
-           collect(CASE WHEN t:Entity THEN t.label ELSE '' END) AS labels
-}
-RETURN f.id AS source, targets, types, weights, degrees, predicates, labels
+WITH collect(DISTINCT s) AS level0
+WITH level0, level0 AS seen0
 """
+# level %(k)d's rows, [source, [[target, type, weight, predicate (, degree, label)], ...]] per node (a hub
+# with none), and (%(onward)s) the nodes a walk continues to from each node.  A step into a memory leaves
+# out its degree and label (1 and '', as _EXPAND gives them): most rows of a recall's walks are an
+# entity's steps to the memories that mention it, and a shorter row is less for the server to build and
+# send (~9% of this read's server time at 10k memories).
+_NEIGHBOURHOOD_LEVEL = """
+CALL (level%(k)d) {
+    UNWIND level%(k)d AS f
+    CALL (f) {
+        WITH f WHERE NOT f:Entity OR $cap < 0 OR f.degree <= $cap
+        MATCH (f)-[r:%(types)s]-(t) WHERE coalesce(r.user_id, '') = $user
+        WITH f, r, t, t:Entity AS entity
+        WITH f, r, t, entity, CASE WHEN entity THEN t.degree ELSE 1 END AS degree
+        WHERE $cap < 0 OR degree <= $cap
+        WITH f, r, t, entity,
+             [t.id, type(r), r.weight, r.predicate] + CASE WHEN entity THEN [degree, t.label] ELSE [] END AS row
+        RETURN collect(CASE WHEN startNode(r) = f THEN row END) AS outs,
+               collect(CASE WHEN endNode(r) = f THEN row END) AS ins,
+               %(onward)s AS onward
+    }
+    RETURN collect([f.id, outs + ins]) AS rows%(k)d, collect(onward) AS onward%(k)d
+}
+"""
+_ONWARD = "collect(CASE WHEN NOT entity OR $labels IS NULL OR t.label IN $labels THEN t END)"
+# level %(next)d: the nodes level %(k)d's rows reach that no earlier level holds
+_NEIGHBOURHOOD_NEXT = """
+CALL (onward%(k)d, seen%(k)d) {
+    UNWIND onward%(k)d AS nodes
+    UNWIND nodes AS n
+    WITH DISTINCT n WHERE NOT n IN seen%(k)d
+    RETURN collect(n) AS level%(next)d
+}
+WITH *, seen%(k)d + level%(next)d AS seen%(next)d
+"""
+
+
+def _neighbourhood(types: str, reach: int) -> str:
+    """The read of one neighbourhood over ``types`` (``A|B``) within ``reach`` steps: one row, ``rows``."""
+    parts = [_NEIGHBOURHOOD_SOURCES]
+    for k in range(reach + 1):
+        last = k == reach
+        parts.append(_NEIGHBOURHOOD_LEVEL % {"k": k, "types": types, "onward": "[]" if last else _ONWARD})
+        if not last:
+            parts.append(_NEIGHBOURHOOD_NEXT % {"k": k, "next": k + 1})
+    return "".join(parts) + "RETURN " + " + ".join(f"rows{k}" for k in range(reach + 1)) + " AS rows\n"
 
 
 _OWN_PARAMETERS = re.compile(r"\$(ids|cap|labels)\b")
@@ -1036,13 +1069,13 @@ _OWN_PARAMETERS = re.compile(r"\$(ids|cap|labels)\b")
 
 @functools.lru_cache(maxsize=64)
 def _neighbourhoods(shapes: tuple[tuple[str, int], ...]) -> _Planned:
-    """One or more :data:`_NEIGHBOURHOOD` reads of one user in one statement (a ``UNION ALL`` of them,
-    each row tagged with its read's number ``ask``), read ``n`` with its own ``$ids<n>``, ``$cap<n>`` and
-    ``$labels<n>``; a shape is ``(types, reach)``.  Planned once: each starts from the sources' unique
-    ids and only expands from them."""
+    """One or more neighbourhood reads (:func:`_neighbourhood`) of one user in one statement (a ``UNION ALL``
+    of them, one row each, tagged with its read's number ``ask``), read ``n`` with its own ``$ids<n>``,
+    ``$cap<n>`` and ``$labels<n>``; a shape is ``(types, reach)``.  Planned once: each starts from the
+    sources' unique ids and only expands from them."""
     parts = [
-        "CALL () {" + _OWN_PARAMETERS.sub(lambda m: f"${m.group(1)}{n}", _NEIGHBOURHOOD % {"types": t, "reach": r})
-        + "}\nRETURN " + str(n) + " AS ask, source, targets, types, weights, degrees, predicates, labels\n"
+        "CALL () {" + _OWN_PARAMETERS.sub(lambda m: f"${m.group(1)}{n}", _neighbourhood(t, r))
+        + "}\nRETURN " + str(n) + " AS ask, rows\n"
         for n, (t, r) in enumerate(shapes)
     ]
     return _Planned.of("UNION ALL\n".join(parts))
@@ -1216,6 +1249,17 @@ def _neighbours(rows: Iterable[Record]) -> dict[str, list[Neighbor]]:
                                             r["predicates"], r["labels"])
         ]
         for r in rows
+    }
+
+
+def _neighbour_rows(nodes: Iterable[Sequence[Any]]) -> dict[str, list[Neighbor]]:
+    """A neighbourhood read's ``[source, [[target, type, weight, predicate (, degree, label)], ...]]`` per
+    node, as neighbours in the order the read gives them (:func:`_neighbourhood`; a step into a memory has
+    no degree and label: 1 and '')."""
+    return {
+        source: [Neighbor(source, row[0], row[1], float(row[2]), int(row[4]), row[3], row[5]) if len(row) > 4
+                 else Neighbor(source, row[0], row[1], float(row[2]), 1, row[3], "") for row in rows]
+        for source, rows in nodes
     }
 
 
@@ -1948,11 +1992,9 @@ class _Neo4jCore:
         if not shapes:
             return out
         rows = yield _reading(_neighbourhoods(tuple(shapes))(**params))
-        by_ask: dict[int, list[Record]] = {}
-        for r in rows:
-            by_ask.setdefault(r["ask"], []).append(r)
+        by_ask = {r["ask"]: r["rows"] for r in rows}
         for n, (slot, ids) in enumerate(reads):
-            out[slot] = _with_sources(_neighbours(by_ask.get(n, [])), ids)
+            out[slot] = _with_sources(_neighbour_rows(by_ask.get(n, ())), ids)
         return out
 
     # -- housekeeping --------------------------------------------------------------------------------

@@ -528,6 +528,43 @@ class GraphStoreConformance:
         assert set(store.neighbourhood("u1", ["m_4"], [EDGE_MENTIONS], reach=1, labels=("PERSON",))) == {"m_4", "e_wm"}
         assert store.neighbourhood("u2", ["m_1"], [EDGE_NEXT], reach=2) == {"m_1": []}
 
+    def test_walks_through_cycles_loops_and_both_ways(self, store: GraphStore) -> None:
+        """The shapes a one-statement neighbourhood read can get wrong, walked through the fast path and the
+        generic route (``expand`` per hop): a cycle (a node reached by two paths, a source reached again from
+        another source), a self-loop (both halves of ``expand`` return it), nodes with edges of several types
+        in both directions, a hub met halfway, labels that stop a walk.  Each walk gets the same rows both ways,
+        a store's neighbourhood read holds every node a walk expands and gives each its ``expand`` rows, and
+        the session walk from m_5 is the same on every backend."""
+        self._seed_walks(store)
+        store.write(WriteBatch(edges=[EdgeRecord("m_6", EDGE_NEXT, "m_6", "u1", 0.25),
+                                      EdgeRecord("m_3", EDGE_NEXT, "m_1", "u1", 0.5),
+                                      EdgeRecord("e_dana", EDGE_RELATED, "e_zw", "u1", 1.5, predicate="knows")]))
+        every = (EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED)
+        cases = [
+            (("m_1", "m_2"), every, 3, 3, ("PERSON", "ORG")),
+            (("m_5",), (EDGE_NEXT,), 3, None, ()),
+            (("e_dana", "m_6"), (EDGE_MENTIONS, EDGE_RELATED), 3, None, None),
+            (("m_3",), (EDGE_MENTIONS, EDGE_NEXT), 3, 3, None),
+            (("e_wm",), every, 2, 3, None),
+        ]
+        for seeds, types, hops, cap, labels in cases:
+            want = ExpandWalk("u1", types, _hop_rows(list(seeds), labels, hops), hops, cap, labels).call(GenericView(store))
+            got = ExpandWalk("u1", types, _hop_rows(list(seeds), labels, hops), hops, cap, labels).call(store)
+            assert got == want, (seeds, types)
+            if isinstance(store, SupportsNeighbourhood):
+                read = store.neighbourhood("u1", seeds, types, reach=hops - 1, max_degree=cap, labels=labels)
+                walked = {r.source for hop in want for r in hop} | set(seeds)
+                assert walked <= set(read), (seeds, walked - set(read))
+                for node, rows in read.items():
+                    assert rows == store.expand("u1", [node], types, max_degree=cap), (seeds, node)
+        session = ExpandWalk("u1", (EDGE_NEXT,), _hop_rows(["m_5"], (), 3), 3).call(store)
+        assert [sorted((r.source, r.target) for r in hop) for hop in session] == [
+            [("m_5", "m_4"), ("m_5", "m_6")],
+            [("m_4", "m_2"), ("m_4", "m_5"), ("m_6", "m_5"), ("m_6", "m_6"), ("m_6", "m_6")],
+            [("m_2", "m_1"), ("m_2", "m_4")],
+        ]
+        assert store.expand("u1", ["e_wm"], every, max_degree=3) == []
+
     # -- search ------------------------------------------------------------------------------------
     def test_nearest_memories(self, store: GraphStore) -> None:
         self._seed_graph(store)
