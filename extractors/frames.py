@@ -921,10 +921,10 @@ def _no_marker(message: str, mark: tuple[int, int, bool], values: Sequence[Value
 
 
 _DETERMINED = re.compile(r"\b(?:a|an|the|this|that|its|their|his|her|our|my|your|any|no)\s+(?:[a-z-]+\s+)?$", _F)
-# A verb in the past tense: a regular "-ed" form or an irregular one (see _told).
+# A verb in the past tense: a regular "-ed" form (not a word that only ends so: "need", "hundred", "Fred") or an
+# irregular one (see _told).
 _PAST_EN = re.compile(
-    r"\b(?:[a-z]{2,}(?<!need)(?<!feed)(?<!seed)(?<!speed)(?<!bleed)(?<!breed)(?<!hundred)(?<!bed)(?<!red)"
-    r"(?<!shed)(?<!ted)(?<!fred)ed|sent|got|went|came|made|took|did|said|told|gave|bought|brought|thought|found"
+    r"\b(?:(?!(?:need|feed|seed|speed|bleed|breed|hundred|shed|fred|ted)\b)[a-z]{2,}ed|sent|got|went|came|made|took|did|said|told|gave|bought|brought|thought|found"
     r"|met|paid|saw|ran|won|lost|spent|felt|kept|began|wrote|drove|flew|ate|drank|knew|sold|built|caught|taught"
     r"|fought|sang|swam|threw|wore|woke|broke|chose|spoke|stole|forgot|held|heard|led|meant|slept|stood"
     r"|understood|(?:was|were)\s+(?:\w+\s+)?[a-z]{2,}ing)\b", _F)  # (and the past progressive: "were arguing")

@@ -440,7 +440,8 @@ def test_chat_about_another_subject_or_event_keeps_both(mem: Memory, first: str,
     ("We moved to Boston.", "We finally moved to Chicago."),  # two moves: a change verb points at the value
     ("Max owns the billing service.", "Maya took over as owner of the billing service."),  # a holder changed
     ("The launch is March 3.", "Launch is now locked for March 17."),  # "is now locked": a state, not an event
-], ids=["moved-twice", "took-over", "participle"])
+    ("We need 20 rooms for the summit.", "We need 30 rooms for the summit now."),  # "need" is no past tense
+], ids=["moved-twice", "took-over", "participle", "need-is-no-past"])
 def test_a_change_of_value_or_holder_still_supersedes(mem: Memory, first: str, second: str) -> None:
     a, b = say(mem, first, 0), say(mem, second, 1, session="s2")
     assert mem.get(a.id).status == "superseded" and mem.get(b.id).status == "active"
