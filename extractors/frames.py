@@ -841,6 +841,7 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
     offset = _message_start(full, ex)
     message = full[offset:]
     lang = "zh" if ex.language == "zh" else "en"
+    en = lang == "en"  # (the past tense, change verbs and noun complements are read in English only)
     me = f"@{speaker}" if speaker else "@self"
     typed = _typed_values(message, offset, lang)
     names, typed, nominal, qualifying = _named_values(ex, full, offset, typed, speaker, lang)
@@ -865,11 +866,11 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
                         marked=any(x <= s < y for s, _, _ in marks), strong=strong,
                         strong_here=any(a <= s < b and hard for s, _, hard in marks),
                         event=any(v.kind == PAST and x + offset <= v.start < y + offset for v in values),
-                        told=lang == "en" and _told(message[a:b], vals, a0),
-                        governed=_governed(message, vals, offset, marks, a, b) if lang == "en" else frozenset(),
-                        qualifying=frozenset(v.start for v in vals if lang == "en" and v.kind in _PROPER_NAMES
-                                             and _OF_NOUN_EN.search(full, a0, v.start)),
-                        handover=any(not any(v.kind in _PROPER_NAMES and v.start <= m.start() + offset < v.end for v in values)
+                        told=en and _told(message[a:b], vals, a0),
+                        governed=_governed(message, vals, offset, marks, a, b) if en else frozenset(),
+                        qualifying=frozenset(v.start for v in vals if v.kind in _PROPER_NAMES
+                                             and _OF_NOUN_EN.search(full, a0, v.start)) if en else frozenset(),
+                        handover=any(not _in_name(values, m.start() + offset)
                                      for m in (_HANDOVER_ZH if lang == "zh" else _HANDOVER_EN).finditer(message, x, y)))
         if not frame.words and not frame.subjects and all(s.kinds <= _PROPER_NAMES for s in frame.slots):
             continue  # "Thanks, Mel!": a name alone is who is spoken to, not a statement
@@ -914,10 +915,15 @@ def _no_marker(message: str, mark: tuple[int, int, bool], values: Sequence[Value
     "update" in a noun phrase ("shipped a big update", "the update") rather than an announcement ("Update:
     the budget is 60k", "Quick update from the call: ...")."""
     start, end, _ = mark
-    if any(v.kind in _PROPER_NAMES and v.start <= start + offset < v.end for v in values):
+    if _in_name(values, start + offset):
         return True
     return (message[start:end].lower().startswith("update") and bool(_DETERMINED.search(message, 0, start))
             and not message[end:end + 3].lstrip().startswith(":"))
+
+
+def _in_name(values: Sequence[Value], pos: int) -> bool:
+    """Whether offset ``pos`` (in the full text) falls inside a name: a marker there is a word of the name."""
+    return any(v.kind in _PROPER_NAMES and v.start <= pos < v.end for v in values)
 
 
 _DETERMINED = re.compile(r"\b(?:a|an|the|this|that|its|their|his|her|our|my|your|any|no)\s+(?:[a-z-]+\s+)?$", _F)
