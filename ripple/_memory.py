@@ -30,7 +30,7 @@ from ._facts import facts_plan
 from ._lifecycle import LifecycleConfig
 from ._ahead import PreparedBatches
 from ._requests import LocalRequest, Op
-from ._runtime import DenseSearchFn, Runtime, SearchHits
+from ._runtime import CallBesideFn, DenseSearchFn, Runtime, SearchHits
 from ._shape import exported
 from .errors import ConfigError, RippleError
 from .limits import Limits
@@ -40,6 +40,7 @@ from .settings import RippleSettings
 
 if TYPE_CHECKING:
     from extractors.base import Extractor
+    from graphstore.requests import StoreRequest
 
     from .agent import AsyncSession, Session
     from .embedding import Embedder
@@ -79,7 +80,8 @@ class _Client:
         # A server store runs the plan's dense search in the query encoder's thread (see Runtime).
         beside = None if in_process else _search_beside(opened, asynchronous)
         self._runtime = Runtime(self.settings, embedder=embedder, extractor=extractor, clock=clock,
-                                encode_first=in_process, search_beside=beside)
+                                encode_first=in_process, search_beside=beside,
+                                call_beside=None if in_process else _call_beside(opened, asynchronous))
         self._ctx = ops.OpContext(config or RecallConfig(), lifecycle or LifecycleConfig(), self._runtime.clock,
                                   self.settings.limits)
         self._opened = opened
@@ -165,6 +167,22 @@ def _search_beside(store: "GraphStore | AsyncGraphStore", asynchronous: bool) ->
             cast(AsyncGraphStore, store).nearest_memories(user_id, vector, k, statuses=statuses), loop)
 
     return search
+
+
+def _call_beside(store: "GraphStore | AsyncGraphStore", asynchronous: bool) -> CallBesideFn:
+    """A store request as a read-ahead's worker thread answers it (see :meth:`ripple._runtime.Runtime.read_ahead`):
+    sync, a plain store call in that thread; async, the store's coroutine on the operation's event loop,
+    waited for in that thread.  Outside asyncio (trio) it answers ``None`` and the plan reads itself."""
+
+    def call(request: "StoreRequest[Any]") -> Any:
+        if not asynchronous:
+            return request.call(cast(GraphStore, store))
+        loop = _LOOP.get()
+        if loop is None or loop.is_closed():
+            return None
+        return asyncio.run_coroutine_threadsafe(request.acall(cast(AsyncGraphStore, store)), loop).result()
+
+    return call
 
 
 def _item(text: str, user_id: str, agent_id: str | None, session_id: str | None, at: datetime | None,

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from .recall.query import QueryInput, QueryVectors
     from ._supersede import JudgeCase
 
-__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "EncodeMultilingualQuery", "Embed", "ClauseVectors",
+__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "ReadAhead", "CollectAhead",
+           "EncodeMultilingualQuery", "Embed", "ClauseVectors",
            "VectorDim", "CrossEncode",
            "Frames", "Judge", "Request", "Op"]
 
@@ -75,6 +76,30 @@ class CollectQueryVectors(LocalRequest["QueryVectors"]):
 
     def run(self, runtime: "Runtime") -> "QueryVectors":
         return runtime.collect_query_vectors(self.pending)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadAhead(LocalRequest[Any]):
+    """Start a store read beside the plan: a server store answers it on its own core while the plan
+    goes on (the spreading read), and the plan collects it later (:class:`CollectAhead`).  ``None``
+    where reads are not overlapped (an in-process store reads holding the GIL: the plan then reads what
+    it needs when it needs it)."""
+
+    request: "StoreRequest[Any]"
+
+    def run(self, runtime: "Runtime") -> Any:
+        return runtime.read_ahead(self.request)
+
+
+@dataclass(frozen=True, slots=True)
+class CollectAhead(LocalRequest[Any]):
+    """Wait for a read :class:`ReadAhead` started; its answer, or ``None`` where the read could not be
+    started (the plan reads itself)."""
+
+    pending: Any  # a concurrent.futures.Future of the request's answer
+
+    def run(self, runtime: "Runtime") -> Any:
+        return runtime.collect_ahead(self.pending)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,15 +32,20 @@ if TYPE_CHECKING:
     from extractors.base import Extractor
 
     from ._ingest import Prepared
+    from graphstore.requests import StoreRequest
+
     from .embedding import Embedder
 
-__all__ = ["Runtime", "DenseSearchFn", "SearchHits", "analysing"]
+__all__ = ["Runtime", "DenseSearchFn", "CallBesideFn", "SearchHits", "analysing"]
 
 #: A dense search's hits, or the future of them (an async store's search runs on the event loop).
 SearchHits: TypeAlias = "list[tuple[str, float]] | Future[list[tuple[str, float]]]"
 #: A store's dense search, callable from a worker thread: (user_id, vector, k, statuses) -> hits, or
 #: ``None`` when it cannot run there (the plan then searches itself).
 DenseSearchFn = Callable[[str, "np.ndarray", int, Sequence[str]], "SearchHits | None"]
+#: A store request answered from a worker thread (a read beside the plan: see ``Runtime.read_ahead``), or
+#: ``None`` when it cannot be answered there (the plan then reads itself).
+CallBesideFn = Callable[["StoreRequest[Any]"], Any]
 
 #: Extractions of the texts the write path wrote or compared, kept for its comparisons (about 1 KB each, so
 #: some 64 MB when full).  Why so many: a new memory's candidates are older memories (the nearest ones, the
@@ -93,6 +98,7 @@ class Runtime:
         clock: Callable[[], float] | None = None,
         encode_first: bool = True,
         search_beside: DenseSearchFn | None = None,
+        call_beside: CallBesideFn | None = None,
     ) -> None:
         self.settings = settings
         spec = embedder if embedder is not None else settings.embedder
@@ -104,6 +110,8 @@ class Runtime:
         # In-process stores read holding the GIL: encode the query before reading (see InProcessStore).
         self._encode_first = encode_first
         self._search_beside = search_beside
+        self._call_beside = call_beside
+        self._read_pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._cross_encoders: dict[str, Any] = {}
         self._query_pool: ThreadPoolExecutor | None = None
@@ -391,6 +399,25 @@ class Runtime:
             got.hits, got.hits_later = got.hits_later.result(), None
         return got
 
+    def read_ahead(self, request: "StoreRequest[Any]") -> "Future[Any] | None":
+        """Start ``request`` in a worker thread beside the plan (a server store: see :class:`ReadAhead`);
+        ``None`` for an in-process store, whose reads would only take turns with the plan's on the GIL."""
+        call = self._call_beside
+        if call is None:
+            return None
+        if self._read_pool is None:
+            with self._lock:
+                if self._read_pool is None:
+                    # (its own threads: a read waiting behind another recall's query encoding would be late)
+                    self._read_pool = ThreadPoolExecutor(2, thread_name_prefix="ripple-read")
+        # (in a copy of this context: a store's retries are recorded for the caller's trace)
+        return self._read_pool.submit(contextvars.copy_context().run, call, request)
+
+    @staticmethod
+    def collect_ahead(pending: "Future[Any] | None") -> Any:
+        """The answer of a read :meth:`read_ahead` started (``None`` if none was)."""
+        return None if pending is None else pending.result()
+
     def query_encoder(self) -> BatchEncoder:
         """The embedder's query encoding, batched across the threads that recall at once."""
         if self._batcher is None:
@@ -408,10 +435,12 @@ class Runtime:
         return self._query_pool
 
     def close(self) -> None:
-        """Stop the query worker (models stay cached for the process)."""
-        pool, self._query_pool = self._query_pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
+        """Stop the query and read workers (models stay cached for the process)."""
+        pools = (self._query_pool, self._read_pool)
+        self._query_pool = self._read_pool = None
+        for pool in pools:
+            if pool is not None:
+                pool.shutdown(wait=True)
 
 
 def _query_side(model: "Embedder") -> "Callable[[Sequence[str]], tuple[np.ndarray, list[np.ndarray]]]":

@@ -55,7 +55,7 @@ def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config:
         score[n] = (0.0 if c is None else c.seed) / top_seed + act
     seeded.scored = len(score)
     keep: list[Candidate] = []
-    for n in top(score, _kept(config, k)):
+    for n in top(score, kept_count(config, k)):
         c = cands.get(n)
         if c is None:
             c = cands[n] = Candidate(n)
@@ -71,7 +71,7 @@ def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config:
     return keep
 
 
-def _kept(config: RecallConfig, k: int) -> int:
+def kept_count(config: RecallConfig, k: int) -> int:
     """How many merged candidates the next stages need (the reranker's head, twice, or 4 k)."""
     rr = config.rerank
     return max(rr.top_n, k) * 2 if rr.method != RerankMethod.NONE else max(k * 4, 50)
@@ -121,7 +121,7 @@ def merge_channels_reference(seeded: Seeded, results: Mapping[str, ChannelResult
     for c in cands.values():
         c.score = (c.seed / seeded.top) + c.activation
     ordered = sorted(cands.values(), key=lambda c: (-c.score, c.id))
-    keep = ordered[: _kept(config, k)]
+    keep = ordered[: kept_count(config, k)]
     for c in keep:
         if c.via in results:
             res = results[c.via]
