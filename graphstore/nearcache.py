@@ -48,11 +48,20 @@ from .vectors import HALF_PRECISION_MIN_ROWS, VectorIndex
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["NearCache", "Revision", "Part", "DEFAULT_BUDGET_MB"]
+__all__ = ["NearCache", "Revision", "Part", "DEFAULT_BUDGET_MB", "NEAR_LOAD_BESIDE_ROWS"]
 
 DEFAULT_BUDGET_MB = 512
 """Default budget: a 100k-memory user of 384-d vectors (~230 MB with the float16 copy a scan of that size
 keeps) with room for its recalls' token vectors, or ~30 users of 10k memories with theirs."""
+
+NEAR_LOAD_BESIDE_ROWS = 5_000
+"""Users with at least this many vectors of a kind are loaded beside the searches, not in one of them.
+
+Why: a load reads every vector of the user (~100-150 us a row as Bolt floats here: 5k rows ~0.5-0.75 s,
+97k rows 5-15 s), and the search that triggered it used to wait for all of it, so the first recall of a
+big user after a process started was seconds slower than the rest (issue 19's warm-up).  Beside, that
+search and those until the load is in go to the server's vector index (tens of ms), and the load does
+not block anyone.  A small user's load costs less than the pause it would save, and is done inline."""
 
 Revision = tuple[str, int]
 """A user's ``(epoch, rev)`` on the server."""

@@ -146,6 +146,7 @@ import contextvars
 import functools
 import logging
 import re
+import threading
 import time
 from array import array
 from collections import Counter
@@ -158,7 +159,9 @@ from ripple.errors import RippleError, SchemaError, StoreError, StoreUnavailable
 from . import retries
 from .cypher_policy import CypherPlan, plan_of
 from .cypher_policy import check as check_plan
-from .nearcache import DEFAULT_BUDGET_MB, NearCache, Part, Revision, estimate_bytes, nearest_from
+from .nearcache import (
+    DEFAULT_BUDGET_MB, NEAR_LOAD_BESIDE_ROWS, NearCache, Part, Revision, estimate_bytes, index_bytes, nearest_from,
+)
 from .protocol import ACTIVE
 from .records import (
     DocumentRecord,
@@ -1316,7 +1319,7 @@ class _Neo4jCore:
     uri: str
 
     def __init__(self, uri: str, *, user: str, password: str | None, database: str | None,
-                 retry_seconds: float, maintenance: bool, near_cache_mb: float) -> None:
+                 retry_seconds: float, maintenance: bool, near_cache_mb: float, near_load_beside_rows: int) -> None:
         self.uri = uri
         self._auth = None if password is None else (user, password)
         self._database = database
@@ -1328,6 +1331,10 @@ class _Neo4jCore:
         self._large_users: dict[str, set[str]] = {label: set() for label in _VECTOR_INDEX}
         # hot users' vectors in this process, checked against the server's revisions (graphstore.nearcache)
         self._near = NearCache(int(max(0.0, float(near_cache_mb)) * 2**20))
+        self._near_beside_rows = max(0, int(near_load_beside_rows))
+        self._loading: set[tuple[str, str]] = set()  # (user, label) loads under way beside the searches
+        self._loading_lock = threading.Lock()
+        self._closed = False
 
     @staticmethod
     def _driver_defaults(options: dict[str, Any], retry_seconds: float) -> dict[str, Any]:
@@ -1705,10 +1712,46 @@ class _Neo4jCore:
             near.note_size(user_id, label, size)
         if not near.admit(user_id, size):
             return False, None
+        if size >= estimate_bytes(self._near_beside_rows, self._dims[label] or 1024):
+            # a big user's load takes seconds (~100k rows: 5-15 s here): this search, and those until the
+            # load is in, go to the server instead of waiting for it
+            self._start_near_load(user_id, label, key)
+            return False, None
+        return True, (yield from self._plan_near_load(user_id, label, key))
+
+    def _plan_near_load(self, user_id: str, label: Part, key: Revision) -> _Plan[VectorIndex | None]:
+        """Read all of ``user_id``'s ``label`` vectors into the near cache, as of revision ``key`` (read
+        before them: a search uses them only while the user is still at ``key``)."""
         rows = yield _read(_NEAR_LOAD[label], user=user_id)
         index = VectorIndex.from_rows([(r["id"], cast(bytes, _blob(r["v"])), r.get("s") or ACTIVE) for r in rows])
-        near.put_part(user_id, key, label, index)
-        return True, index
+        if self._near.admit(user_id, index_bytes(index)):  # (again: others may have come in while it read)
+            self._near.put_part(user_id, key, label, index)
+        return index
+
+    def _start_near_load(self, user_id: str, label: Part, key: Revision) -> None:
+        """Load a user's vectors beside the searches (:meth:`_load_beside`), one load per user and label at
+        a time: the searches that come meanwhile find it under way and go to the server."""
+        job = (user_id, label)
+        with self._loading_lock:
+            if job in self._loading:
+                return
+            self._loading.add(job)
+
+        def done() -> None:
+            with self._loading_lock:
+                self._loading.discard(job)
+
+        self._load_beside(self._plan_near_load(user_id, label, key), done)
+
+    def _load_beside(self, plan: _Plan[Any], done: Callable[[], None]) -> None:
+        """Run ``plan`` without the caller waiting for it, then ``done()`` (each driver its own way)."""
+        raise NotImplementedError
+
+    def _load_failed(self, exc: BaseException) -> None:
+        """A load beside failed: the user's searches stay on the server (a closed store's is expected)."""
+        (_log.debug if self._closed else _log.warning)(
+            "Neo4j at %s: loading a user's vectors into the near cache failed (its searches stay on the"
+            " server): %s", self.uri, _flat(exc))
 
     def _seen_revision(self, user_id: str) -> tuple[bool, Revision | None] | None:
         """``(True, key)`` when this context's last user-state read of ``user_id`` (:class:`_SeenRevision`)
@@ -2089,6 +2132,10 @@ class Neo4jStore(_Neo4jCore):
     near_cache_mb:
         How many MB of hot users' vectors this process keeps to search them itself
         (:mod:`graphstore.nearcache`; ``RIPPLE_NEO4J_NEAR_CACHE_MB``); 0 searches on the server.
+    near_load_beside_rows:
+        A user with at least this many vectors is loaded into the near cache beside the searches
+        (which go to the server until it is in), a smaller one inline
+        (:data:`~graphstore.nearcache.NEAR_LOAD_BESIDE_ROWS`).
     **driver_options:
         Passed to ``neo4j.GraphDatabase.driver`` (timeouts, pool size, TLS).
 
@@ -2109,10 +2156,12 @@ class Neo4jStore(_Neo4jCore):
     def __init__(
         self, uri: str, *, user: str = "neo4j", password: str | None = None, database: str | None = None,
         retry_seconds: float = 8.0, maintenance: bool = False, warm_up: bool = True,
-        near_cache_mb: float = DEFAULT_BUDGET_MB, **driver_options: Any,
+        near_cache_mb: float = DEFAULT_BUDGET_MB, near_load_beside_rows: int = NEAR_LOAD_BESIDE_ROWS,
+        **driver_options: Any,
     ) -> None:
         super().__init__(uri, user=user, password=password, database=database, retry_seconds=retry_seconds,
-                         maintenance=maintenance, near_cache_mb=near_cache_mb)
+                         maintenance=maintenance, near_cache_mb=near_cache_mb,
+                         near_load_beside_rows=near_load_beside_rows)
         import neo4j
 
         options = self._driver_defaults(driver_options, self._retry.seconds)
@@ -2187,7 +2236,20 @@ class Neo4jStore(_Neo4jCore):
         if not self._closed:
             self._touches.close()  # (writes the pending touches first)
             self._closed = True
-            self._driver.close()
+            self._driver.close()  # (a load beside still running fails quietly)
+
+    def _load_beside(self, plan: _Plan[Any], done: Callable[[], None]) -> None:
+        """In a daemon thread of its own (a load is rare: once per user and revision)."""
+
+        def run() -> None:
+            try:
+                self._drive(plan)
+            except Exception as exc:  # noqa: BLE001 - logged: nobody waits for it
+                self._load_failed(exc)
+            finally:
+                done()
+
+        threading.Thread(target=run, name="ripple-near-load", daemon=True).start()
 
     # -- the protocol: one plan each --------------------------------------------------------------
     def write(self, batch: WriteBatch, *, replace_mentions_of: Sequence[str] = ()) -> None:
@@ -2365,10 +2427,12 @@ class AsyncNeo4jStore(_Neo4jCore):
     def __init__(
         self, uri: str, *, user: str = "neo4j", password: str | None = None, database: str | None = None,
         retry_seconds: float = 8.0, maintenance: bool = False, warm_up: bool = True,
-        near_cache_mb: float = DEFAULT_BUDGET_MB, **driver_options: Any,
+        near_cache_mb: float = DEFAULT_BUDGET_MB, near_load_beside_rows: int = NEAR_LOAD_BESIDE_ROWS,
+        **driver_options: Any,
     ) -> None:
         super().__init__(uri, user=user, password=password, database=database, retry_seconds=retry_seconds,
-                         maintenance=maintenance, near_cache_mb=near_cache_mb)
+                         maintenance=maintenance, near_cache_mb=near_cache_mb,
+                         near_load_beside_rows=near_load_beside_rows)
         import neo4j
 
         options = self._driver_defaults(driver_options, self._retry.seconds)
@@ -2377,6 +2441,7 @@ class AsyncNeo4jStore(_Neo4jCore):
         self._bookmarks = neo4j.AsyncGraphDatabase.bookmark_manager()
         self._closed = False
         self._touches = AsyncTouchWriter(lambda rows: self._drive(self._plan_touch(rows)))
+        self._loads: set[asyncio.Task[None]] = set()  # near-cache loads beside the searches
         self._opened = False
         self._warm = warm_up
 
@@ -2447,7 +2512,24 @@ class AsyncNeo4jStore(_Neo4jCore):
         if not self._closed:
             await self._touches.settle()  # (writes the pending touches first)
             self._closed = True
+            for task in list(self._loads):
+                task.cancel()
             await self._driver.close()
+
+    def _load_beside(self, plan: _Plan[Any], done: Callable[[], None]) -> None:
+        """As a task of the running event loop (kept until it ends, cancelled by :meth:`aclose`)."""
+
+        async def run() -> None:
+            try:
+                await self._drive(plan)
+            except Exception as exc:  # noqa: BLE001 - logged: nobody waits for it
+                self._load_failed(exc)
+            finally:
+                done()
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._loads.add(task)
+        task.add_done_callback(self._loads.discard)
 
     close = aclose
 

@@ -275,6 +275,70 @@ async def test_async_store_shares_the_cache_plans(clean: Any) -> None:
         b.close()
 
 
+def _until(check: Any, seconds: float = 30.0) -> None:
+    import time
+
+    end = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < end, "the load beside never came in"
+        time.sleep(0.02)
+
+
+def test_a_big_user_is_loaded_beside_the_searches(clean: Any) -> None:
+    """A user of at least ``near_load_beside_rows`` vectors is loaded in the background: the search that
+    starts the load, and those until it is in, are the server's (and give what a store without a cache
+    gives), one load at a time; then the cache answers, still coherent with writes."""
+    a, plain = connect(near_load_beside_rows=20), connect(near_cache_mb=0)
+    vecs = vectors(40, 11)
+    started = threading.Event()
+    release = threading.Event()
+    load = a._plan_near_load
+
+    def slow_load(*args: Any) -> Any:  # the load waits until the test lets it go
+        started.set()
+        release.wait(30)
+        return (yield from load(*args))
+
+    a._plan_near_load = slow_load  # type: ignore[method-assign]
+    try:
+        a.write(WriteBatch(memories=[memory(f"m_{j:02d}", vecs[j]) for j in range(30)]))
+        for j in range(4):  # the second starts the load; none of them waits for it
+            assert same(a.nearest_memories("u1", vecs[j], 5), plain.nearest_memories("u1", vecs[j], 5))
+        assert started.wait(30) and a._loading == {("u1", "Memory")} and a._near.users() == []
+        release.set()
+        _until(lambda: a._near.users() == ["u1"] and not a._loading)
+        assert a._near.loads == 1
+        assert same(a.nearest_memories("u1", vecs[5], 5), plain.nearest_memories("u1", vecs[5], 5))
+        assert a._near.loads == 1  # (from the cache)
+        plain.write(WriteBatch(memories=[memory("m_new", vecs[35])]))
+        assert a.nearest_memories("u1", vecs[35], 1)[0][0] == "m_new"
+    finally:
+        release.set()
+        a.close()
+        plain.close()
+
+
+@pytest.mark.anyio
+async def test_the_async_store_loads_a_big_user_beside_too(clean: Any) -> None:
+    import anyio
+
+    vecs = vectors(40, 12)
+    a = AsyncNeo4jStore(URI, password=PASSWORD, near_load_beside_rows=20)
+    plain = connect(near_cache_mb=0)
+    try:
+        await a.write(WriteBatch(memories=[memory(f"m_{j:02d}", vecs[j]) for j in range(30)]))
+        for j in range(3):
+            assert same(await a.nearest_memories("u1", vecs[j], 5), plain.nearest_memories("u1", vecs[j], 5))
+        with anyio.fail_after(30):
+            while a._near.users() != ["u1"] or a._loading:
+                await anyio.sleep(0.02)
+        assert same(await a.nearest_memories("u1", vecs[6], 5), plain.nearest_memories("u1", vecs[6], 5))
+        assert a._near.loads == 1 and not a._loads
+    finally:
+        await a.aclose()
+        plain.close()
+
+
 def test_the_setting_reaches_the_store(clean: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """``RIPPLE_NEO4J_NEAR_CACHE_MB`` (settings) and ``open_store(near_cache_mb=...)`` size the cache."""
     from graphstore import Credentials, open_store
