@@ -514,12 +514,17 @@ _NEAR_COUNT = {
     "Memory": "MATCH (n:Memory {user_id: $user}) RETURN count(n) AS n",
     "Entity": "MATCH (n:Entity {user_id: $user}) RETURN count(n) AS n",
 }
+# A user's vectors in chunks of $chunk rows each (ordered by id, as the cache keeps them): a record per
+# memory cost the driver more than the vectors (97k rows: 13 s, against 6 s in chunks of 200 rows; larger
+# chunks were slower again, 1,000: 6.9 s, 5,000: 11 s; loaded machine, RESULTS.md "The near cache's load").
 _NEAR_LOAD = {
-    "Memory": "MATCH (n:Memory {user_id: $user}) WHERE n.embedding IS NOT NULL"
-              " RETURN n.id AS id, n.embedding AS v, n.status AS s ORDER BY id",
-    "Entity": "MATCH (n:Entity {user_id: $user}) WHERE n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS v"
-              " ORDER BY id",
+    label: f"""MATCH (n:{label} {{user_id: $user}}) WHERE n.embedding IS NOT NULL WITH n ORDER BY n.id
+WITH collect(n) AS ns UNWIND range(0, size(ns) - 1, $chunk) AS i
+WITH ns[i..i + $chunk] AS part
+RETURN [x IN part | x.id] AS ids, [x IN part | x.embedding] AS vs, [x IN part | {status}] AS ss"""
+    for label, status in (("Memory", "x.status"), ("Entity", "null"))
 }
+_NEAR_LOAD_CHUNK = 200
 # token vectors with the user's revision read first: when it is the cache's, only the ids it lacks ($need)
 # are read, otherwise all of them
 _TOKEN_VECTORS_CHECKED = _Planned.of("""
@@ -1274,6 +1279,20 @@ def _with_sources(found: dict[str, list[Neighbor]], sources: Sequence[str]) -> d
     return found
 
 
+def _near_index(chunks: Sequence[Record]) -> VectorIndex | None:
+    """The near cache's index of a user's vectors, read in chunks (:data:`_NEAR_LOAD`)."""
+    import numpy as np
+
+    ids = [i for c in chunks for i in c["ids"]]
+    if not ids:
+        return None
+    try:
+        matrix = np.concatenate([np.asarray(c["vs"], dtype=np.float32) for c in chunks])
+    except ValueError:  # vectors of different lengths
+        raise StoreError("the user's stored vectors do not all have the same number of dimensions") from None
+    return VectorIndex.from_matrix(ids, matrix, [s or ACTIVE for c in chunks for s in c["ss"]])
+
+
 def _cosine_top(hits: Sequence[Sequence[Any]], k: int) -> list[tuple[str, float]]:
     """``[id, (1 + cos) / 2]`` rows as the ``k`` best ``(id, cosine)``, ties broken by id."""
     return sorted(((str(i), 2.0 * float(s) - 1.0) for i, s in hits), key=lambda h: (-h[1], h[0]))[:k]
@@ -1722,8 +1741,8 @@ class _Neo4jCore:
     def _plan_near_load(self, user_id: str, label: Part, key: Revision) -> _Plan[VectorIndex | None]:
         """Read all of ``user_id``'s ``label`` vectors into the near cache, as of revision ``key`` (read
         before them: a search uses them only while the user is still at ``key``)."""
-        rows = yield _read(_NEAR_LOAD[label], user=user_id)
-        index = VectorIndex.from_rows([(r["id"], cast(bytes, _blob(r["v"])), r.get("s") or ACTIVE) for r in rows])
+        chunks = yield _read(_NEAR_LOAD[label], user=user_id, chunk=_NEAR_LOAD_CHUNK)
+        index = _near_index(chunks)
         if self._near.admit(user_id, index_bytes(index)):  # (again: others may have come in while it read)
             self._near.put_part(user_id, key, label, index)
         return index

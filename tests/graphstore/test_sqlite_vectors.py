@@ -100,3 +100,27 @@ def test_a_vector_of_another_dimension_is_a_clear_error() -> None:
         index.search([np.ones(3)], 1)
     with pytest.raises(StoreError, match="has 5 dimensions"):
         index.upsert([("b", np.ones(5, dtype=np.float32).tobytes(), "active")])
+
+
+def test_an_index_from_one_matrix_is_the_index_from_rows() -> None:
+    """``from_matrix`` (the near cache's bulk load) builds what ``from_rows`` builds: rows, statuses,
+    counts, searches (masked or not), and later upserts; a repeated id replaces its earlier row."""
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((50, 8)).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    ids = [f"m_{j:02d}" for j in range(50)]
+    statuses = ["active" if j % 3 else "superseded" for j in range(50)]
+    bulk = VectorIndex.from_matrix(ids, m, statuses)
+    rows = VectorIndex.from_rows([(i, v.tobytes(), s) for i, v, s in zip(ids, m, statuses)])
+    assert bulk is not None and rows is not None
+    assert list(bulk.rows()) == list(rows.rows()) and bulk.counts == rows.counts
+    for statuses_wanted in (None, {"active"}):
+        assert bulk.search(m[:5], 7, statuses=statuses_wanted) == rows.search(m[:5], 7, statuses=statuses_wanted)
+    for index in (bulk, rows):
+        index.upsert([("m_00", m[1].tobytes(), "active"), ("m_new", m[2].tobytes(), "active")])
+    assert list(bulk.rows()) == list(rows.rows()) and bulk.search(m[:3], 5) == rows.search(m[:3], 5)
+    again = VectorIndex.from_matrix(["a", "b", "a"], m[:3], ["active"] * 3)
+    assert again is not None and len(again) == 2 and again.search([m[2]], 1)[0][0][0] == "a"
+    assert VectorIndex.from_matrix([], m[:0], []) is None
+    with pytest.raises(StoreError):
+        VectorIndex.from_matrix(ids[:3], m[:2], ["active"] * 3)
