@@ -31,6 +31,7 @@ from .protocol import (
     SupportsBatchMemorySearch,
     SupportsCypher,
     SupportsMaintenance,
+    SupportsWarm,
     SupportsShards,
 )
 from .records import (
@@ -76,6 +77,7 @@ __all__ = [
     "InProcessStore",
     "SupportsCypher",
     "SupportsMaintenance",
+    "SupportsWarm",
     "Finding",
     "SupportsShards",
     "SupportsBatchEntitySearch",

@@ -1724,11 +1724,7 @@ class _Neo4jCore:
             return True, index
         if not near.steady(user_id, key):
             return False, None
-        size = near.size(user_id, label)
-        if size is None:  # (counted once: a user who is not admitted is not counted on every search)
-            size = estimate_bytes(int((yield _read(_NEAR_COUNT[label], user=user_id))[0]["n"]),
-                                  self._dims[label] or 1024)
-            near.note_size(user_id, label, size)
+        size = yield from self._plan_near_size(label, user_id)
         if not near.admit(user_id, size):
             return False, None
         if size >= estimate_bytes(self._near_beside_rows, self._dims[label] or 1024):
@@ -1737,6 +1733,34 @@ class _Neo4jCore:
             self._start_near_load(user_id, label, key)
             return False, None
         return True, (yield from self._plan_near_load(user_id, label, key))
+
+    def _plan_near_size(self, label: Part, user_id: str) -> _Plan[int]:
+        """What the user's ``label`` vectors would hold in the near cache (counted once: a user who is
+        not admitted is not counted on every search)."""
+        size = self._near.size(user_id, label)
+        if size is None:
+            size = estimate_bytes(int((yield _read(_NEAR_COUNT[label], user=user_id))[0]["n"]),
+                                  self._dims[label] or 1024)
+            self._near.note_size(user_id, label, size)
+        return size
+
+    def _plan_warm(self, user_id: str) -> _Plan[None]:
+        """:class:`~graphstore.SupportsWarm`: the user's vectors into the near cache now (both kinds),
+        whatever their number, unless the cache is off or does not admit them."""
+        near = self._near
+        if not near.enabled:
+            return
+        near.used(user_id)
+        key = yield from self._plan_revision(user_id)
+        if key is None:
+            return
+        near.steady(user_id, key)
+        labels: tuple[Part, ...] = ("Memory", "Entity")  # (memories first: they start the entry)
+        for label in labels:
+            if near.part(user_id, key, label)[0]:
+                continue
+            if near.admit(user_id, (yield from self._plan_near_size(label, user_id))):
+                yield from self._plan_near_load(user_id, label, key)
 
     def _plan_near_load(self, user_id: str, label: Part, key: Revision) -> _Plan[VectorIndex | None]:
         """Read all of ``user_id``'s ``label`` vectors into the near cache, as of revision ``key`` (read
@@ -2270,6 +2294,10 @@ class Neo4jStore(_Neo4jCore):
 
         threading.Thread(target=run, name="ripple-near-load", daemon=True).start()
 
+    def warm(self, user_id: str) -> None:
+        """Load the user's vectors into the near cache now (:class:`~graphstore.SupportsWarm`)."""
+        self._drive(self._plan_warm(user_id))
+
     # -- the protocol: one plan each --------------------------------------------------------------
     def write(self, batch: WriteBatch, *, replace_mentions_of: Sequence[str] = ()) -> None:
         return self._drive(self._plan_write(batch, replace_mentions_of))
@@ -2549,6 +2577,10 @@ class AsyncNeo4jStore(_Neo4jCore):
         task = asyncio.get_running_loop().create_task(run())
         self._loads.add(task)
         task.add_done_callback(self._loads.discard)
+
+    async def warm(self, user_id: str) -> None:
+        """See :meth:`Neo4jStore.warm`."""
+        await self._drive(self._plan_warm(user_id))
 
     close = aclose
 

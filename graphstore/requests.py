@@ -30,6 +30,7 @@ from .protocol import (
     SupportsLexicalRoute,
     SupportsNeighbourhood,
     SupportsNeighbourhoods,
+    SupportsWarm,
 )
 from .records import (DocumentRecord, EdgeRecord, EntityRecord, LexicalRows, StoredMemory, Neighbor, NeighbourhoodAsk, UserState,
                       WriteBatch,
@@ -60,6 +61,7 @@ __all__ = [
     "NearestMultilingual",
     "HasMultilingual",
     "GetUserState",
+    "Warm",
     "LexicalStats",
     "Postings",
     "LexicalRoute",
@@ -287,6 +289,23 @@ class GetUserState(StoreRequest[UserState]):
 
     def call(self, store: GraphStore) -> UserState:
         return store.get_user_state(self.user_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Warm(StoreRequest[None]):
+    """Load what the store keeps in process for the user's recalls (:class:`~graphstore.SupportsWarm`);
+    nothing where the store keeps nothing."""
+
+    user_id: str
+    method: ClassVar[str] = "warm"
+
+    def call(self, store: GraphStore) -> None:
+        if isinstance(store, SupportsWarm):
+            store.warm(self.user_id)
+
+    async def acall(self, store: AsyncGraphStore) -> None:
+        if isinstance(store, SupportsWarm):
+            await cast(Awaitable[None], store.warm(self.user_id))
 
 
 @dataclass(frozen=True, slots=True)

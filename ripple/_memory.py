@@ -413,6 +413,13 @@ class Memory(_Client):
         """Every user id with something stored."""
         return self._drive(ops.users())
 
+    def warm(self, *, user_id: str) -> None:
+        """Load now what the store keeps in this process for the user's recalls (its vectors), so that its
+        first recall is as fast as the rest: a server calls it for its users at start.  Without it, a
+        Neo4j store loads a big user beside its first recalls (those go to the server meanwhile), the
+        embedded store at its first search."""
+        self._drive(ops.warm(self._ctx, user_id))
+
     def cypher(self, query: str, params: dict[str, Any] | None = None, *, write: bool = False,
                allow_procedures: bool = False, allow_admin: bool = False) -> tuple[list[str], list[list[Any]]]:
         """Run a Cypher query on a store that runs them (Neo4j): column names and rows.
@@ -623,6 +630,10 @@ class AsyncMemory(_Client):
     async def users(self) -> list[str]:
         """See :meth:`Memory.users`."""
         return await self._drive(ops.users())
+
+    async def warm(self, *, user_id: str) -> None:
+        """See :meth:`Memory.warm`."""
+        await self._drive(ops.warm(self._ctx, user_id))
 
     async def cypher(self, query: str, params: dict[str, Any] | None = None, *, write: bool = False,
                      allow_procedures: bool = False, allow_admin: bool = False) -> tuple[list[str], list[list[Any]]]:

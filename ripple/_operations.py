@@ -33,6 +33,7 @@ from graphstore.requests import (
     Stats,
     Touch,
     Users,
+    Warm,
     Write,
 )
 
@@ -440,6 +441,11 @@ def stats(ctx: OpContext, user_id: str | None) -> Op[dict[str, int]]:
 
 def users() -> Op[list[str]]:
     return (yield Users())
+
+
+def warm(ctx: OpContext, user_id: Any) -> Op[None]:
+    check.user(user_id, ctx.limits)
+    yield Warm(user_id)
 
 
 def import_records(ctx: OpContext, records: Iterable[Any], user_id: Any) -> Op[ImportReport]:

@@ -315,3 +315,33 @@ def test_the_store_decides_where_the_query_is_encoded(tmp_path: Path, extractor,
         mem.close()
         store.close()
     assert mem._runtime._query_pool is None
+
+
+def test_warm_loads_a_users_vectors_and_changes_no_recall(mem: Memory, embedder, extractor) -> None:
+    """``Memory.warm`` (and its async twin) loads what the store keeps for a user's recalls: the embedded
+    store's vector index is built before the first recall, which is the recall it would have been; a
+    store that keeps nothing (the in-memory reference) warms nothing; a bad user id is a clear error."""
+    import anyio
+
+    from ripple import AsyncMemory
+    from ripple.errors import InvalidInput
+
+    _add_two_hop(mem)
+    want = mem.recall("printer dealer", user_id="u1", k=5, touch=False)
+    store = mem.store
+    store._vectors.clear()  # type: ignore[attr-defined]
+    mem.warm(user_id="u1")
+    assert "u1" in store._vectors  # type: ignore[attr-defined]
+    got = mem.recall("printer dealer", user_id="u1", k=5, touch=False)
+    assert [(h.memory.id, h.score) for h in got.hits] == [(h.memory.id, h.score) for h in want.hits]
+    with pytest.raises(InvalidInput):
+        mem.warm(user_id="")
+    with Memory(store="memory://", embedder=embedder, extractor=extractor) as plain:
+        plain.warm(user_id="u1")
+
+    async def twin() -> None:
+        async with AsyncMemory(store="memory://", embedder=embedder, extractor=extractor) as amem:
+            await amem.add("Dana runs procurement.", user_id="u2")
+            await amem.warm(user_id="u2")
+
+    anyio.run(twin)

@@ -339,6 +339,46 @@ async def test_the_async_store_loads_a_big_user_beside_too(clean: Any) -> None:
         plain.close()
 
 
+def test_warm_loads_a_user_now_whatever_its_size(clean: Any) -> None:
+    """``warm`` (SupportsWarm) loads both kinds of vectors before returning, a big user too; the next
+    searches are the cache's; a user over the budget or without vectors is left alone."""
+    vecs = vectors(40, 13)
+    a, plain = connect(near_load_beside_rows=20), connect(near_cache_mb=0)
+    try:
+        a.write(WriteBatch(memories=[memory(f"m_{j:02d}", vecs[j]) for j in range(30)],
+                           entities=[make_entity(f"e_{j}", key=f"k{j}", vec=vecs[j]) for j in range(5)]))
+        a.warm("nobody")
+        assert a._near.users() == []
+        a.warm("u1")
+        assert a._near.users() == ["u1"] and a._near.loads == 2 and not a._loading
+        assert same(a.nearest_memories("u1", vecs[3], 5), plain.nearest_memories("u1", vecs[3], 5))
+        assert same(a.nearest_entities("u1", vecs[2], 2), plain.nearest_entities("u1", vecs[2], 2))
+        a.warm("u1")
+        assert a._near.loads == 2  # (nothing to load again)
+    finally:
+        a.close()
+        plain.close()
+    small = connect(near_cache_mb=0.001)
+    try:
+        small.warm("u1")
+        assert small._near.users() == []
+    finally:
+        small.close()
+
+
+@pytest.mark.anyio
+async def test_the_async_store_warms_too(clean: Any) -> None:
+    vecs = vectors(10, 14)
+    a = AsyncNeo4jStore(URI, password=PASSWORD, near_load_beside_rows=5)
+    try:
+        await a.write(WriteBatch(memories=[memory(f"m_{j}", vecs[j]) for j in range(10)]))
+        await a.warm("u1")
+        assert a._near.users() == ["u1"] and a._near.loads == 2  # (memories, and no entity vectors)
+        assert (await a.nearest_memories("u1", vecs[4], 1))[0][0] == "m_4" and a._near.loads == 2
+    finally:
+        await a.aclose()
+
+
 def test_the_setting_reaches_the_store(clean: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """``RIPPLE_NEO4J_NEAR_CACHE_MB`` (settings) and ``open_store(near_cache_mb=...)`` size the cache."""
     from graphstore import Credentials, open_store

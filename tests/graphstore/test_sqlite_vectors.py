@@ -124,3 +124,31 @@ def test_an_index_from_one_matrix_is_the_index_from_rows() -> None:
     assert VectorIndex.from_matrix([], m[:0], []) is None
     with pytest.raises(StoreError):
         VectorIndex.from_matrix(ids[:3], m[:2], ["active"] * 3)
+
+
+def test_warm_builds_a_users_indexes_before_its_first_search(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The embedded store's ``warm`` (SupportsWarm) builds the vector indexes its first search would;
+    through the async adapter too; an unknown user builds nothing."""
+    import anyio
+
+    from graphstore import SupportsWarm, as_async
+    from graphstore.sqlite import SQLiteStore
+    from graphstore.testing import make_entity, make_memory
+    from graphstore.records import WriteBatch
+
+    rng = np.random.default_rng(4)
+    m = _unit(rng, 6, 8)
+    store = SQLiteStore(str(tmp_path / "s"))
+    try:
+        store.write(WriteBatch(memories=[make_memory(f"m_{j}", user="u1", vec=m[j]) for j in range(5)],
+                               entities=[make_entity("e_1", key="k1", vec=m[5])]))
+        assert isinstance(store, SupportsWarm)
+        store._vectors.clear()
+        store._entity_vectors.clear()
+        store.warm("nobody")
+        assert "nobody" not in store._vectors
+        anyio.run(as_async(store).warm, "u1")
+        assert "u1" in store._vectors and "u1" in store._entity_vectors
+        assert store.nearest_memories("u1", m[2], 1)[0][0] == "m_2"
+    finally:
+        store.close()
