@@ -255,6 +255,7 @@ def run_one(
     extractor: str | None = None,
     gc_freeze: bool = True,
     reuse_store: bool = False,
+    cold: bool = False,
 ) -> Path:
     """Index ``dataset`` with a fresh ``method_name`` and write its result file; returns the path.
 
@@ -292,7 +293,7 @@ def run_one(
     rss_index = _rss_bytes()
     warm = getattr(method, "warm", None)
     t0 = time.perf_counter()
-    if callable(warm):  # what a store keeps in process for the users' recalls, loaded before timing
+    if callable(warm) and not cold:  # what a store keeps in process for the users' recalls, loaded before timing
         warm(dataset)
     warm_s = time.perf_counter() - t0
 
@@ -330,7 +331,7 @@ def run_one(
         "n_indexed": indexed_fn() if callable(indexed_fn) else None,
         "prepare_s": round(prepare_s, 4),
         "index_s": round(index_s, 4),
-        "warm_s": round(warm_s, 4),
+        "warm_s": None if cold else round(warm_s, 4),
         "ingest_docs_per_s": round(n_docs / index_s, 1) if index_s > 0 else None,
         "query_s_total": round(query_s, 4),
         "store_bytes": store,
@@ -414,6 +415,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="synthetic: generator seed (default: 0)")
     parser.add_argument("--n-queries", type=int, default=200, help="synthetic: number of questions (default: 200)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed recalls before timing (default: 1)")
+    parser.add_argument("--cold", action="store_true",
+                        help="time the first recalls after a start: the store's users are not warmed (Memory.warm)"
+                             " and no recall is untimed")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--no-gc-freeze", action="store_true",
                         help="leave the objects alive before the timed queries (the loaded dataset) to the garbage"
@@ -457,7 +461,8 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     command = "python -m benchmarks " + shlex.join(argv if argv is not None else sys.argv[1:])
     for ds in load_datasets(names, Path(data_dir), args):
         for m in methods:
-            path = run_one(ds, m, k=args.k, out_dir=Path(out_dir), limit=args.limit, warmup=args.warmup,
+            path = run_one(ds, m, k=args.k, out_dir=Path(out_dir), limit=args.limit,
+                           warmup=0 if args.cold else args.warmup, cold=args.cold,
                            command=command, progress=not args.no_progress, store=args.store, embedder=args.embedder,
                            dedup=not args.no_dedup, extractor=args.extractor, gc_freeze=not args.no_gc_freeze,
                            reuse_store=args.reuse_store)

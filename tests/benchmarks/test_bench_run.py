@@ -60,3 +60,35 @@ def test_a_method_name_says_which_backend_its_store_is(store: str | None, label:
     from benchmarks.methods import RippleMethod
 
     assert RippleMethod(mode="ripple", store=store).name == label
+
+
+class _WarmProbe(_FreezeProbe):
+    """A method that records its warm-up and the recalls before and after it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def warm(self, dataset: object) -> None:
+        self.calls.append("warm")
+
+    def recall(self, query: object, k: int) -> list[str]:
+        self.calls.append("recall")
+        return []
+
+
+@pytest.mark.parametrize("cold", [False, True])
+def test_users_are_warmed_before_the_timed_recalls_unless_cold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 cold: bool) -> None:
+    """Timed recalls are the steady state (the store's users warmed first, untimed); ``--cold`` times
+    the first recalls after a start: no warm-up at all."""
+    probe = _WarmProbe()
+    monkeypatch.setitem(bench_methods.METHODS, "probe", lambda: probe)
+    ds = synthetic(40, n_users=1, seed=1, n_queries=3)
+    path = run_one(ds, "probe", k=5, out_dir=tmp_path, progress=False, warmup=0 if cold else 1, cold=cold)
+    header = json.loads(path.read_text().splitlines()[0])
+    n = header["n_queries"]
+    if cold:
+        assert probe.calls == ["recall"] * n and header["warm_s"] is None
+    else:
+        assert probe.calls == ["warm"] + ["recall"] * (n + 1) and header["warm_s"] >= 0
