@@ -94,6 +94,19 @@ class SeedConfig(_Config):
                     " and gives the rest to the dense route (None: every memory keeps all of it)",
     )
     late_length_power: float = Field(0.5, ge=0)
+    late_skip_common: bool = Field(
+        False,
+        description="MaxSim leaves out the query words the lexical route ignores as too common (in more than"
+                    " max_df_ratio of the user's memories): in a chat every turn starts with its speaker's name,"
+                    " so a question's 'Melanie' matches every turn fully and says nothing the speaker prior does"
+                    " not (needs an embedder that tells which word each token vector is: the default does)",
+    )
+    dense_skip_common: bool = Field(
+        False,
+        description="the dense route searches with the query encoded again without the words the lexical route"
+                    " ignores as too common (see late_skip_common; one more query encoding and vector search, only"
+                    " for a query that has such a word)",
+    )
     dense_length_pivot: int | None = Field(
         24, ge=1,
         description="a memory with n < pivot content tokens gets (n/pivot)**dense_length_power of the dense weight"
