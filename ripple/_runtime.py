@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeAlias
 from ._batching import BatchEncoder
 from .errors import ConfigError, ExtractionError, ModelNotInstalled, RippleError
 from .models import AddItem, as_utc
-from .recall.config import RecallConfig
+from .recall.config import RecallConfig, SeedMethod
 from .recall.query import DenseSearch, QueryInput, QueryVectors, dense_search, needs_vectors
 from .settings import RippleSettings
 
@@ -359,7 +359,8 @@ class Runtime:
         keys: list[str] = []
         if config.seed.query_entities > 0:
             keys = [e.key for e in self.extractor.extract_many([query])[0].entities]
-        token_terms = self._token_terms(query) if needs_vectors(config) and config.seed.late_skip_common else None
+        skip = config.seed.late_skip_common and config.seed.method == SeedMethod.FUSED and config.seed.late > 0
+        token_terms = self._token_terms(query) if skip else None
         return QueryInput(
             text=query, user_id=user_id, k=k, mode=mode, now=self.clock(), terms=lexical_tokens(query),
             vector=vector, tokens=tokens, token_dim=self.embedder.dim, entity_keys=keys,

@@ -43,6 +43,9 @@ class Routes:
     multilingual: dict[str, float] = dataclasses.field(default_factory=dict)  # cosine in the multilingual space
     # query terms in more than max_df_ratio of the user's memories (what the lexical route ignores as too common)
     common: frozenset[str] = frozenset()
+    # cosine to the query without its too common words (SeedConfig.dense_skip_common), which the seeds rank by;
+    # ``dense`` keeps the whole query's, which calibrated relevance reads (None: no such search was made)
+    dense_rank: dict[str, float] | None = None
 
 
 def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, tuple[QueryInput, Routes]]:
@@ -65,7 +68,7 @@ def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any,
         names = set(q.names)
         if names:
             names_known = sum(1 for t in names if df.get(t, 0) > 0) / len(names)
-        common = too_common(df, n_docs, seed_cfg.max_df_ratio)
+        common = too_common(df, n_docs, seed_cfg.max_df_ratio, seed_cfg.common_min_df)
     search = dense_search(q.k, config)
     early: list[tuple[str, float]] | None = None
     if q.pending is not None:  # the encoder ran while the lexical route read the postings
@@ -73,19 +76,21 @@ def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any,
         q = dataclasses.replace(q, vector=got.vector, tokens=got.tokens, pending=None)
         if got.hits is not None and got.search == search:
             early = got.hits
+    dense_rank: dict[str, float] | None = None
     if search is not None and q.vector is not None:
-        probe = q.vector
-        plain = without_words(q.text, common) if seed_cfg.dense_skip_common and common else q.text
+        if early is None:
+            early = yield NearestMemories(q.user_id, q.vector, search.pool, search.statuses)
+        dense = dict(early)
+        # (ripple's own seeds only: a baseline's routes stay what a user of that baseline gets)
+        skip = seed_cfg.dense_skip_common and seed_cfg.method == SeedMethod.FUSED and common
+        plain = without_words(q.text, common) if skip else q.text
         if plain != q.text:
             probe = yield EncodeQuery(plain)
-            early = None
-        if early is None:
-            early = yield NearestMemories(q.user_id, probe, search.pool, search.statuses)
-        dense = dict(early)
+            dense_rank = dict((yield NearestMemories(q.user_id, probe, search.pool, search.statuses)))
     multilingual: dict[str, float] = {}
     if seed_cfg.method == SeedMethod.FUSED and seed_cfg.multilingual > 0:
         multilingual = yield from multilingual_route(q, pool_size(config, q.k), tuple(config.merge.include_statuses))
-    return q, Routes(lexical, dense, n_docs, coverage, known, names_known, multilingual, common)
+    return q, Routes(lexical, dense, n_docs, coverage, known, names_known, multilingual, common, dense_rank)
 
 
 # ------------------------------------------------------------------------------------------- seeders
@@ -127,7 +132,8 @@ def _rrf_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Stage
 def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: StageTimer) -> Generator[Request, Any, Seeded]:
     """ripple's own: a fused first stage picks a pool, MaxSim scores it, and the seeds go on to spread."""
     seed_cfg = config.seed
-    lexical, dense = routes.lexical, routes.dense
+    lexical = routes.lexical
+    dense = routes.dense if routes.dense_rank is None else routes.dense_rank
     n = pool_size(config, q.k)
     fl = seed_cfg.first_stage_lexical
     lexical_pool = {i: lexical[i] for i in top(lexical, n)}
@@ -135,15 +141,19 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
     first = weighted_sum([(fl, lexical_pool), (1 - fl, dense), (1 - fl, ml)])
     pool = top(first, n)
     late: dict[str, float] = {}
+    late_shown = late  # the whole query's MaxSim: what each hit reports and calibrated relevance reads
     doc_tokens: dict[str, int] = {}
     if seed_cfg.late > 0 and q.tokens is not None and pool:
         import numpy as np
 
         blobs = yield TokenVectors(pool)
         query_tokens = np.asarray(q.tokens, dtype=np.float32)
+        late_shown, doc_tokens = maxsim_blobs(query_tokens, blobs, q.token_dim)
+        late = late_shown
         if seed_cfg.late_skip_common:
-            query_tokens = informative_rows(query_tokens, q.token_terms, routes.common)
-        late, doc_tokens = maxsim_blobs(query_tokens, blobs, q.token_dim)
+            rows = informative_rows(query_tokens, q.token_terms, routes.common)
+            if rows is not query_tokens:
+                late, _ = maxsim_blobs(rows, blobs, q.token_dim)
     pool_lex = {i: lexical[i] for i in pool if i in lexical}
     pool_dense = {i: dense[i] for i in pool if i in dense}
     cjk = q.language in CJK_LANGUAGES
@@ -175,7 +185,7 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
     for i in pool:
         seed_scores.setdefault(i, 0.0)
     cands = {
-        i: Candidate(i, seed=s, lexical=lexical.get(i, 0.0), dense=dense.get(i, 0.0), late=late.get(i, 0.0),
+        i: Candidate(i, seed=s, lexical=lexical.get(i, 0.0), dense=routes.dense.get(i, 0.0), late=late_shown.get(i, 0.0),
                      multilingual=pool_ml.get(i, 0.0), coverage=routes.coverage.get(i, 0.0))
         for i, s in seed_scores.items()
     }
@@ -207,11 +217,12 @@ def seed_stage(q: QueryInput, config: RecallConfig, timer: StageTimer) -> Genera
 # ------------------------------------------------------------------------------------------- scoring helpers
 
 
-def too_common(df: Mapping[str, int], n_docs: int, max_df_ratio: float) -> frozenset[str]:
-    """Query terms in more than ``max_df_ratio`` of the user's memories: what the lexical route ignores
-    for saying nothing about which memory is meant (a speaker's name in a chat, in every turn of theirs).
+def too_common(df: Mapping[str, int], n_docs: int, max_df_ratio: float, min_df: int = 1) -> frozenset[str]:
+    """Query terms in more than ``max_df_ratio`` of the user's memories and in more than ``min_df`` of
+    them: what the lexical route ignores for saying nothing about which memory is meant (a speaker's
+    name in a chat, in every turn of theirs), once the store is large enough for a share to say so.
     Only the share counts, not ``max_df``: that cap is about the cost of reading postings."""
-    cap = max(1.0, max_df_ratio * n_docs)
+    cap = max(1.0, float(min_df), max_df_ratio * n_docs)
     return frozenset(t for t, n in df.items() if n > cap)
 
 
