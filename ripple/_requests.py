@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .recall.query import QueryInput, QueryVectors
     from ._supersede import JudgeCase
 
-__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "ReadAhead", "CollectAhead",
+__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "ReadAhead", "CollectAhead", "EncodeQuery",
            "EncodeMultilingualQuery", "Embed", "ClauseVectors",
            "VectorDim", "CrossEncode",
            "Frames", "Judge", "Request", "Op"]
@@ -100,6 +100,17 @@ class CollectAhead(LocalRequest[Any]):
 
     def run(self, runtime: "Runtime") -> Any:
         return runtime.collect_ahead(self.pending)
+
+
+@dataclass(frozen=True, slots=True)
+class EncodeQuery(LocalRequest["np.ndarray"]):
+    """The sentence vector of a text encoded as a query (the query without its too common words:
+    :attr:`ripple.recall.config.SeedConfig.dense_skip_common`)."""
+
+    text: str
+
+    def run(self, runtime: "Runtime") -> "np.ndarray":
+        return runtime.query_encoder().encode_one(self.text)[0]
 
 
 @dataclass(frozen=True, slots=True)

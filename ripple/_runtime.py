@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeAlias
 from ._batching import BatchEncoder
 from .errors import ConfigError, ExtractionError, ModelNotInstalled, RippleError
 from .models import AddItem, as_utc
-from .recall.config import RecallConfig
+from .recall.config import RecallConfig, SeedMethod
 from .recall.query import DenseSearch, QueryInput, QueryVectors, dense_search, needs_vectors
 from .settings import RippleSettings
 
@@ -367,12 +367,30 @@ class Runtime:
         keys: list[str] = []
         if config.seed.query_entities > 0:
             keys = [e.key for e in self.extractor.extract_many([query])[0].entities]
+        skip = config.seed.late_skip_common and config.seed.method == SeedMethod.FUSED and config.seed.late > 0
+        token_terms = self._token_terms(query) if skip else None
         return QueryInput(
             text=query, user_id=user_id, k=k, mode=mode, now=self.clock(), terms=lexical_tokens(query),
             vector=vector, tokens=tokens, token_dim=self.embedder.dim, entity_keys=keys,
             language=detect_language(query), names=name_tokens(query), pending=pending, encode_ms=encode_ms, load_ms=load_ms,
-            multilingual=self.multilingual_route,
+            multilingual=self.multilingual_route, token_terms=token_terms,
         )
+
+    def _token_terms(self, query: str) -> tuple[str, ...] | None:
+        """The lexical token of the word behind each of the query's token vectors ("" for a word that has
+        none), when the embedder can tell (see SeedConfig.late_skip_common); else None."""
+        from extractors.text import lexical_tokens
+
+        token_words = getattr(self.embedder, "token_words", None)
+        if token_words is None:
+            return None
+        words = token_words(query)
+        terms: dict[str, str] = {}
+        for word in words:
+            if word not in terms:
+                got = lexical_tokens(word)
+                terms[word] = got[0] if got else ""
+        return tuple(terms[w] for w in words)
 
     def query_vectors(self, query: str, user_id: str, search: DenseSearch | None) -> QueryVectors:
         """The query's vectors; with ``search`` and a store search callable from this thread, also

@@ -94,6 +94,29 @@ class SeedConfig(_Config):
                     " and gives the rest to the dense route (None: every memory keeps all of it)",
     )
     late_length_power: float = Field(0.5, ge=0)
+    # Both on, chosen leave-one-conversation-out (benchmarks/RESULTS.md, "Too common words in the query"):
+    # on the four LoCoMo development conversations R@5 / R@10 .709 / .798 -> .726 / .820, multi-hop .553 -> .555,
+    # conv-30 +.031, conv-42 +.047, conv-26 -.001; MaxSim alone .806, the dense route alone .806.
+    # Chinese R@10 .788 -> .787; MuSiQue and HotpotQA unchanged (no query word is that common there).
+    late_skip_common: bool = Field(
+        True,
+        description="MaxSim leaves out the query words the lexical route ignores as too common (in more than"
+                    " max_df_ratio of the user's memories): in a chat every turn starts with its speaker's name,"
+                    " so a question's 'Melanie' matches every turn fully and says nothing the speaker prior does"
+                    " not (needs an embedder that tells which word each token vector is: the default does)",
+    )
+    dense_skip_common: bool = Field(
+        True,
+        description="the dense route searches with the query encoded again without the words the lexical route"
+                    " ignores as too common (see late_skip_common; one more query encoding and vector search, only"
+                    " for a query that has such a word)",
+    )
+    common_min_df: int = Field(
+        50, ge=1,
+        description="a word is too common for late_skip_common / dense_skip_common only when it is also in more than"
+                    " this many memories: in a small store a share says little (3 of 4 turns naming Melanie do not"
+                    " make her name noise), as for the entity channel's min_hub_degree",
+    )
     dense_length_pivot: int | None = Field(
         24, ge=1,
         description="a memory with n < pivot content tokens gets (n/pivot)**dense_length_power of the dense weight"

@@ -58,6 +58,9 @@ class QueryInput:
     entity_keys: list[str]
     language: str = "en"
     names: list[str] = field(default_factory=list)  # lexical tokens of the names the query asks about
+    # the lexical token of the word each row of ``tokens`` belongs to ("" for none), when the embedder tells
+    # (SentenceTransformerEmbedder.token_words) and the plan uses it (SeedConfig.late_skip_common); else None
+    token_terms: tuple[str, ...] | None = None
     # The query's vectors while the driver is still computing them (an opaque handle): the plan
     # runs the lexical route meanwhile and collects them with a CollectQueryVectors request,
     # which answers with a QueryVectors.

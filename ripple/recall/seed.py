@@ -9,13 +9,14 @@ fused seeds with token-level late interaction, or a baseline's final ranking.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Generator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Generator, Mapping, Sequence
 
 from graphstore.records import LexicalRows, df_cap
 from graphstore.requests import LexicalRoute, NearestMemories, TokenVectors
 
-from .._requests import CollectQueryVectors, Request
+from .._requests import CollectQueryVectors, EncodeQuery, Request
 from .candidates import Candidate, Seeded, StageTimer
 from .config import RecallConfig, SeedConfig, SeedMethod
 from .multilingual import CJK_LANGUAGES, multilingual_route
@@ -25,7 +26,8 @@ from .scoring import bm25, maxsim_stacked, minmax, rrf, term_coverage, top, weig
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Routes", "SEEDERS", "seed_stage", "maxsim_blobs", "length_aware_seed"]
+__all__ = ["Routes", "SEEDERS", "seed_stage", "maxsim_blobs", "length_aware_seed", "too_common", "informative_rows",
+           "without_words"]
 
 
 @dataclass(slots=True)
@@ -39,6 +41,11 @@ class Routes:
     known: float  # share of them the user's memories hold at all
     names_known: float  # share of the names the query asks about that the user's memories hold
     multilingual: dict[str, float] = dataclasses.field(default_factory=dict)  # cosine in the multilingual space
+    # query terms in more than max_df_ratio of the user's memories (what the lexical route ignores as too common)
+    common: frozenset[str] = frozenset()
+    # cosine to the query without its too common words (SeedConfig.dense_skip_common), which the seeds rank by;
+    # ``dense`` keeps the whole query's, which calibrated relevance reads (None: no such search was made)
+    dense_rank: dict[str, float] | None = None
 
 
 def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, tuple[QueryInput, Routes]]:
@@ -49,6 +56,7 @@ def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any,
     n_docs: int | None = None
     coverage: dict[str, float] = {}
     known = names_known = 1.0
+    common: frozenset[str] = frozenset()
     if seed_cfg.method != SeedMethod.DENSE and q.terms:
         # statistics, then the postings of the terms not too common to be worth reading
         route: LexicalRows = yield LexicalRoute(q.user_id, q.terms, seed_cfg.max_df_ratio, seed_cfg.max_df)
@@ -60,6 +68,7 @@ def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any,
         names = set(q.names)
         if names:
             names_known = sum(1 for t in names if df.get(t, 0) > 0) / len(names)
+        common = too_common(df, n_docs, seed_cfg.max_df_ratio, seed_cfg.common_min_df)
     search = dense_search(q.k, config)
     early: list[tuple[str, float]] | None = None
     if q.pending is not None:  # the encoder ran while the lexical route read the postings
@@ -67,14 +76,21 @@ def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any,
         q = dataclasses.replace(q, vector=got.vector, tokens=got.tokens, pending=None)
         if got.hits is not None and got.search == search:
             early = got.hits
+    dense_rank: dict[str, float] | None = None
     if search is not None and q.vector is not None:
         if early is None:
             early = yield NearestMemories(q.user_id, q.vector, search.pool, search.statuses)
         dense = dict(early)
+        # (ripple's own seeds only: a baseline's routes stay what a user of that baseline gets)
+        skip = seed_cfg.dense_skip_common and seed_cfg.method == SeedMethod.FUSED and common
+        plain = without_words(q.text, common) if skip else q.text
+        if plain != q.text:
+            probe = yield EncodeQuery(plain)
+            dense_rank = dict((yield NearestMemories(q.user_id, probe, search.pool, search.statuses)))
     multilingual: dict[str, float] = {}
     if seed_cfg.method == SeedMethod.FUSED and seed_cfg.multilingual > 0:
         multilingual = yield from multilingual_route(q, pool_size(config, q.k), tuple(config.merge.include_statuses))
-    return q, Routes(lexical, dense, n_docs, coverage, known, names_known, multilingual)
+    return q, Routes(lexical, dense, n_docs, coverage, known, names_known, multilingual, common, dense_rank)
 
 
 # ------------------------------------------------------------------------------------------- seeders
@@ -116,7 +132,8 @@ def _rrf_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Stage
 def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: StageTimer) -> Generator[Request, Any, Seeded]:
     """ripple's own: a fused first stage picks a pool, MaxSim scores it, and the seeds go on to spread."""
     seed_cfg = config.seed
-    lexical, dense = routes.lexical, routes.dense
+    lexical = routes.lexical
+    dense = routes.dense if routes.dense_rank is None else routes.dense_rank
     n = pool_size(config, q.k)
     fl = seed_cfg.first_stage_lexical
     lexical_pool = {i: lexical[i] for i in top(lexical, n)}
@@ -124,12 +141,19 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
     first = weighted_sum([(fl, lexical_pool), (1 - fl, dense), (1 - fl, ml)])
     pool = top(first, n)
     late: dict[str, float] = {}
+    late_shown = late  # the whole query's MaxSim: what each hit reports and calibrated relevance reads
     doc_tokens: dict[str, int] = {}
     if seed_cfg.late > 0 and q.tokens is not None and pool:
         import numpy as np
 
         blobs = yield TokenVectors(pool)
-        late, doc_tokens = maxsim_blobs(np.asarray(q.tokens, dtype=np.float32), blobs, q.token_dim)
+        query_tokens = np.asarray(q.tokens, dtype=np.float32)
+        late_shown, doc_tokens = maxsim_blobs(query_tokens, blobs, q.token_dim)
+        late = late_shown
+        if seed_cfg.late_skip_common:
+            rows = informative_rows(query_tokens, q.token_terms, routes.common)
+            if rows is not query_tokens:
+                late, _ = maxsim_blobs(rows, blobs, q.token_dim)
     pool_lex = {i: lexical[i] for i in pool if i in lexical}
     pool_dense = {i: dense[i] for i in pool if i in dense}
     cjk = q.language in CJK_LANGUAGES
@@ -161,7 +185,7 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
     for i in pool:
         seed_scores.setdefault(i, 0.0)
     cands = {
-        i: Candidate(i, seed=s, lexical=lexical.get(i, 0.0), dense=dense.get(i, 0.0), late=late.get(i, 0.0),
+        i: Candidate(i, seed=s, lexical=lexical.get(i, 0.0), dense=routes.dense.get(i, 0.0), late=late_shown.get(i, 0.0),
                      multilingual=pool_ml.get(i, 0.0), coverage=routes.coverage.get(i, 0.0))
         for i, s in seed_scores.items()
     }
@@ -191,6 +215,51 @@ def seed_stage(q: QueryInput, config: RecallConfig, timer: StageTimer) -> Genera
 
 
 # ------------------------------------------------------------------------------------------- scoring helpers
+
+
+def too_common(df: Mapping[str, int], n_docs: int, max_df_ratio: float, min_df: int = 1) -> frozenset[str]:
+    """Query terms in more than ``max_df_ratio`` of the user's memories and in more than ``min_df`` of
+    them: what the lexical route ignores for saying nothing about which memory is meant (a speaker's
+    name in a chat, in every turn of theirs), once the store is large enough for a share to say so.
+    Only the share counts, not ``max_df``: that cap is about the cost of reading postings."""
+    cap = max(1.0, float(min_df), max_df_ratio * n_docs)
+    return frozenset(t for t, n in df.items() if n > cap)
+
+
+def without_words(text: str, common: frozenset[str]) -> str:
+    """``text`` without the words whose lexical token is in ``common`` (see :attr:`SeedConfig.dense_skip_common`):
+    "What activities does Melanie partake in?" -> "What activities does partake in?".  A run of
+    Chinese, which lexical_tokens splits into several words, stays whole; so does a text that would
+    be left empty."""
+    from extractors.text import lexical_tokens
+
+    def keep(m: re.Match[str]) -> str:
+        toks = lexical_tokens(m.group(0))
+        return "" if len(toks) == 1 and toks[0] in common else m.group(0)
+
+    out = " ".join(_WORD.sub(keep, text).split())
+    return out if any(ch.isalnum() for ch in out) else text
+
+
+_WORD = re.compile(r"\w+(?:'\w+)?")
+
+
+def informative_rows(tokens: "np.ndarray", terms: Sequence[str] | None, common: frozenset[str]) -> "np.ndarray":
+    """The query's token vectors without the rows of words in ``common`` (see :attr:`SeedConfig.late_skip_common`).
+
+    MaxSim averages, over the query's tokens, each one's best match in a memory: a
+    name that every turn of its speaker starts with matches all of them fully, so
+    it adds the same to the speaker's turns and something to every turn that
+    names them ("Thanks, Melanie!"), a reaction more often than the answer.  The
+    rows are kept as they are when the words behind them are unknown (``terms``
+    None, or not one per row) or when every row would go.
+    """
+    if not common or terms is None or len(terms) != len(tokens):
+        return tokens
+    keep = [i for i, t in enumerate(terms) if t not in common]
+    if not keep or len(keep) == len(terms):
+        return tokens
+    return tokens[keep]
 
 
 def _scaled(scores: dict[str, float], share: Mapping[str, float]) -> dict[str, float]:
