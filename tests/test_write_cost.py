@@ -297,3 +297,86 @@ def test_the_pair_test_s_end_is_the_whole_slot_matrix_s_verdict(extractor: Any) 
         else:
             assert by_new == [list(column) for column in zip(*same)] or not old.values
     assert ended
+
+
+_SAID = [  # (text, none of its frames can replace or be replaced)
+    ("Mel: The team budget is 50k.", False),
+    ("Jon: The team budget is 40k.", False),
+    ("Mel: I went to the budget meeting yesterday.", True),  # an event
+    ("Jon: Have you seen the budget for May?", True),  # a question: no frame
+    ("Mel: 例会改成周五下午两点了。", False),
+]
+
+
+def test_an_older_text_is_read_into_frames_only_when_it_can_be_compared(
+        monkeypatch: pytest.MonkeyPatch, extractor: Any) -> None:
+    """The write path reads the speakers of its older candidates first (:meth:`Runtime.speakers`: the
+    speaker :meth:`Runtime.frames` gives, read of the parse alone), and asks their frames with
+    ``comparable``: none for a text none of whose frames can replace or be replaced, which is not read
+    again while its parse is the same; any other text gets all its frames, as without it."""
+    import extractors.frames as frames_module
+    import ripple._runtime as runtime_module
+    from ripple import RippleSettings
+    from ripple._runtime import Runtime, inert
+    from ripple.embedding import HashEmbedder
+    from ripple.models import AddItem
+
+    read: list[str] = []
+    plain_frames_of = frames_module.frames_of
+
+    def counting(ex: Any, **kw: Any) -> Any:
+        read.append(ex.text)
+        return plain_frames_of(ex, **kw)
+
+    monkeypatch.setattr(frames_module, "frames_of", counting)
+    monkeypatch.setattr(runtime_module, "RECENT_FRAMES", 0)  # no frames kept: every reading shows
+    texts = [t for t, _ in _SAID]
+    switching = _Switching(extractor)
+    runtime = Runtime(RippleSettings(), embedder=HashEmbedder(64), extractor=switching)
+    runtime.prepare([AddItem(text=t, user_id="u") for t in texts])
+    speakers = runtime.speakers(texts)
+    assert read == [] and speakers == ["mel", "jon", "mel", "jon", "mel"]
+    full = runtime.frames(texts)
+    assert [s for _, s in full] == speakers and [inert(views) for views, _ in full] == [x for _, x in _SAID]
+    read.clear()
+    comparable = runtime.frames(texts, comparable=True)
+    assert [([v.frame for v in views], s) for views, s in comparable] == [
+        ([] if inert(views) else [v.frame for v in views], s) for views, s in full]
+    assert read == [t for t, x in _SAID if not x]  # the inert ones known so: not read again
+    switching.plain = True  # parsed otherwise: what was known of the other parse no longer holds
+    runtime.prepare([AddItem(text=t, user_id="u") for t in texts])
+    read.clear()
+    runtime.frames(texts, comparable=True)
+    assert read == texts
+
+
+def test_a_statement_replaces_its_speaker_s_own_older_one_without_reading_the_others(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any, extractor: Any) -> None:
+    """Decided as before the speakers were read first: the new value replaces its speaker's statement
+    and leaves the other speaker's; the other speaker's statement and the inert texts, candidates all,
+    are not read into frames as older texts (only the new text is, and its own speaker's statement)."""
+    import extractors.frames as frames_module
+    import ripple._runtime as runtime_module
+    from ripple import Memory
+    from ripple.embedding import HashEmbedder
+
+    read: list[str] = []
+    plain_frames_of = frames_module.frames_of
+
+    def counting(ex: Any, **kw: Any) -> Any:
+        read.append(ex.text)
+        return plain_frames_of(ex, **kw)
+
+    monkeypatch.setattr(frames_module, "frames_of", counting)
+    monkeypatch.setattr(runtime_module, "RECENT_FRAMES", 0)
+    mem = Memory(path=str(tmp_path / "store"), embedder=HashEmbedder(384), extractor=extractor)
+    try:
+        old = mem.add_many([{"text": t, "user_id": "u", "session_id": "s"} for t, _ in _SAID[:4]])
+        read.clear()
+        (new,) = mem.add("Mel: The team budget is now 60k.", user_id="u", session_id="s")
+        assert read == ["Mel: The team budget is now 60k.", _SAID[0][0]]
+        status = {m.id: m.status for m in (mem.get(o.id) for o in old)}
+        assert status[old[0].id] == "superseded" and status[old[1].id] == "active"
+        assert new.metadata["ripple"]["supersedes"][0]["memory"] == old[0].id
+    finally:
+        mem.close()
