@@ -149,6 +149,21 @@ class _Switching:
         return [dataclasses.replace(e, entities=()) if self.plain else e for e in self.inner.extract_many(texts)]
 
 
+def _frame_readings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts whose frames are read from now on (each call of :func:`extractors.frames.frames_of`)."""
+    import extractors.frames as frames_module
+
+    read: list[str] = []
+    plain_frames_of = frames_module.frames_of
+
+    def counting(ex: Any, **kw: Any) -> Any:
+        read.append(ex.text)
+        return plain_frames_of(ex, **kw)
+
+    monkeypatch.setattr(frames_module, "frames_of", counting)
+    return read
+
+
 def test_frames_of_a_text_written_again_are_read_once_while_its_parse_is_the_same(
         monkeypatch: pytest.MonkeyPatch, extractor: Any) -> None:
     """A text written again (a chat's "same as usual", a template's sentence) keeps the frames read of
@@ -160,14 +175,8 @@ def test_frames_of_a_text_written_again_are_read_once_while_its_parse_is_the_sam
     from ripple.embedding import HashEmbedder
     from ripple.models import AddItem
 
-    read: list[str] = []
     plain_frames_of = frames_module.frames_of
-
-    def counting(ex: Any, **kw: Any) -> Any:
-        read.append(ex.text)
-        return plain_frames_of(ex, **kw)
-
-    monkeypatch.setattr(frames_module, "frames_of", counting)
+    read = _frame_readings(monkeypatch)
     texts = ["Maya took over the billing service from Max.", "张伟接手了计费服务，预算涨到六万了。"]
     switching = _Switching(extractor)
     runtime = Runtime(RippleSettings(), embedder=HashEmbedder(64), extractor=switching)
@@ -314,21 +323,13 @@ def test_an_older_text_is_read_into_frames_only_when_it_can_be_compared(
     speaker :meth:`Runtime.frames` gives, read of the parse alone), and asks their frames with
     ``comparable``: none for a text none of whose frames can replace or be replaced, which is not read
     again while its parse is the same; any other text gets all its frames, as without it."""
-    import extractors.frames as frames_module
     import ripple._runtime as runtime_module
     from ripple import RippleSettings
     from ripple._runtime import Runtime, inert
     from ripple.embedding import HashEmbedder
     from ripple.models import AddItem
 
-    read: list[str] = []
-    plain_frames_of = frames_module.frames_of
-
-    def counting(ex: Any, **kw: Any) -> Any:
-        read.append(ex.text)
-        return plain_frames_of(ex, **kw)
-
-    monkeypatch.setattr(frames_module, "frames_of", counting)
+    read = _frame_readings(monkeypatch)
     monkeypatch.setattr(runtime_module, "RECENT_FRAMES", 0)  # no frames kept: every reading shows
     texts = [t for t, _ in _SAID]
     switching = _Switching(extractor)
@@ -355,19 +356,11 @@ def test_a_statement_replaces_its_speaker_s_own_older_one_without_reading_the_ot
     """Decided as before the speakers were read first: the new value replaces its speaker's statement
     and leaves the other speaker's; the other speaker's statement and the inert texts, candidates all,
     are not read into frames as older texts (only the new text is, and its own speaker's statement)."""
-    import extractors.frames as frames_module
     import ripple._runtime as runtime_module
     from ripple import Memory
     from ripple.embedding import HashEmbedder
 
-    read: list[str] = []
-    plain_frames_of = frames_module.frames_of
-
-    def counting(ex: Any, **kw: Any) -> Any:
-        read.append(ex.text)
-        return plain_frames_of(ex, **kw)
-
-    monkeypatch.setattr(frames_module, "frames_of", counting)
+    read = _frame_readings(monkeypatch)
     monkeypatch.setattr(runtime_module, "RECENT_FRAMES", 0)
     mem = Memory(path=str(tmp_path / "store"), embedder=HashEmbedder(384), extractor=extractor)
     try:
