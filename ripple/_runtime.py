@@ -63,8 +63,9 @@ def _speaker_of(extraction: Any) -> Any:
 
 
 def inert(views: Sequence[Any]) -> bool:
-    """Whether no frame of a text can replace or be replaced (a text compared as an older one then
-    gives no pair: :func:`ripple._supersede.match` tests both of each pair first)."""
+    """Whether no frame of a text can replace or be replaced: compared as an older text, it gives the
+    write path no pair (it pairs an older text's replaceable frames with the new item's replacing ones,
+    and, where the older text is the newer statement, its replacing frames with the item's replaceable ones)."""
     return not any(v.replaceable or v.replacing for v in views)
 
 
@@ -277,7 +278,7 @@ class Runtime:
         ``comparable``: a text none of whose frames can replace or be replaced (an event, a question,
         no value: :func:`inert`) gets no frames, and one known to be so for its kept parse is not read
         again: the write path asks this of older texts, whose frames it compares and reads nothing else
-        of, and a quarter of the candidates of the synthetic store are such texts."""
+        of (a quarter of the frames it read on the synthetic store were such texts')."""
         parsed = self._parsed(texts)
         read: dict[str, Any] = {}
         out = []
@@ -312,9 +313,10 @@ class Runtime:
 
         Why: the write path compares the statements of one speaker only, so an older text that no new
         item of its own speaker meets as a candidate need not be read into frames; asked first, this
-        spares those readings (half the candidates of a two-speaker chat; reading an older text's frames
-        from its kept parse was the write path's largest cost on the synthetic store from 20k memories,
-        where most candidates are no longer among the :data:`RECENT_FRAMES`)."""
+        spares those readings (11% of the older candidates of the synthetic store, whose two speakers say
+        different things; reading an older text's frames again from its kept parse was the write path's
+        largest cost on that store from 20k memories, where most candidates are no longer among the
+        :data:`RECENT_FRAMES`)."""
         parsed = self._parsed(texts)
         return [_speaker_of(parsed[t]) for t in texts]
 
