@@ -313,7 +313,7 @@ class Runtime:
 
         Why: the write path compares the statements of one speaker only, so an older text that no new
         item of its own speaker meets as a candidate need not be read into frames; asked first, this
-        spares those readings (11% of the older candidates of the synthetic store, whose two speakers say
+        spares those readings (13-16% of the older candidates of the synthetic store, whose two speakers say
         different things; reading an older text's frames again from its kept parse was the write path's
         largest cost on that store from 20k memories, where most candidates are no longer among the
         :data:`RECENT_FRAMES`)."""
