@@ -9,7 +9,9 @@ also keeps a float16 copy, scans that with ``torch.mv`` (half the bytes: ~34 ms
 at 1M) to pick a candidate pool, and rescores the pool exactly in float32.  A
 float16 dot product of unit vectors is off by ~1e-4 at most, so a pool a few
 times larger than ``k`` holds the exact top ``k`` (a test checks the two paths
-agree).
+agree).  That is for one query (a recall): a search of many at once (the write path's candidate
+search, a batch of new memories) scans in float32 whatever the size, one matrix product reading the
+rows once for all of them (at 100k rows 2.5 ms CPU per query against 8.6-18.9 for the float16 scan).
 
 Rows grow in place: appends go into spare capacity that doubles when full, so
 a batch written to a loaded index costs its own size, not the index's.
@@ -29,6 +31,11 @@ __all__ = ["VectorIndex", "HALF_PRECISION_MIN_ROWS"]
 
 HALF_PRECISION_MIN_ROWS = 50_000
 """Indexes with at least this many rows are scanned in float16 and rescored in float32."""
+
+#: Searches of at least this many query vectors scan in float32 whatever the size (see :meth:`VectorIndex.search`).
+BATCH_EXACT_MIN_QUERIES = 8
+#: Scores one float32 scan holds at most (64 MB): a batch over a large index is scanned some queries at a time.
+EXACT_SCAN_SCORES = 1 << 24
 
 _MIN_POOL = 256  # the float16 scan keeps max(4 k, k + 256) candidates for exact rescoring
 
@@ -211,7 +218,10 @@ class VectorIndex:
             return [[] for _ in qs]
         mask = self._mask(statuses)
         if exact is None:
-            exact = self._n < HALF_PRECISION_MIN_ROWS
+            # many queries at once (the write path's candidate search: a batch of new memories) share one
+            # float32 matrix product, which reads the rows once for all of them; the float16 scan reads them
+            # once per query (measured 2.5 vs 8.6-18.9 ms CPU per query at 100k rows, 256 queries)
+            exact = self._n < HALF_PRECISION_MIN_ROWS or len(qs) >= BATCH_EXACT_MIN_QUERIES
         if not exact:
             half = self._half_scan()
             if half is not None:
@@ -219,6 +229,12 @@ class VectorIndex:
         return self._search_exact(qs, k, mask)
 
     def _search_exact(self, qs: list["np.ndarray"], k: int, mask: "np.ndarray | None") -> list[list[tuple[str, float]]]:
+        """The float32 scan, :data:`EXACT_SCAN_SCORES` scores at a time (a write batch of 256 new memories
+        over 50k rows is one scan, as it always was; over 1M rows, sixteen)."""
+        step = max(1, EXACT_SCAN_SCORES // self._n)
+        return [hits for n in range(0, len(qs), step) for hits in self._scan_exact(qs[n:n + step], k, mask)]
+
+    def _scan_exact(self, qs: list["np.ndarray"], k: int, mask: "np.ndarray | None") -> list[list[tuple[str, float]]]:
         import numpy as np
 
         scores = np.vstack(qs) @ self.matrix.T

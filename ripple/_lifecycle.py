@@ -37,7 +37,7 @@ from graphstore.requests import (
     Expand, GetMemories, LastMemoryInSession, MemoriesMentioning, NearestMemories, NearestMemoriesBatch, RelatedEdges,
 )
 
-from ._requests import ClauseVectors, Embed, Frames, Judge, Op
+from ._requests import ClauseVectors, Embed, Frames, Judge, Op, Speakers
 from ._notes import with_ripple_notes
 
 if TYPE_CHECKING:
@@ -407,11 +407,20 @@ def _statement_plan(
     # every clause of a memory that may be replaced (a stored memory newer than the item is the one
     # that replaces: the roles swap); one speaker's statement is never replaced by another's
     old_ids += sorted({mem_ids[j] for js in batch_cands.values() for j in js})
-    old_frames: dict[str, tuple[Any, ...]] = {}
+    # (the speakers first, from the parses: a text that no new item of its own speaker meets is not
+    # read into frames, it could only be compared with another speaker's statements; nor, once known,
+    # one none of whose frames can replace or be replaced: it gives no pair either way)
+    said = {i: prepared[i].extraction.extra.get("speaker") for i in new_frames}
     speaker_of: dict[str, Any] = {}
     if old_ids:
-        for m, (frames, speaker) in zip(old_ids, (yield Frames([texts[m][0] for m in old_ids]))):
-            old_frames[m], speaker_of[m] = frames, speaker
+        speaker_of = dict(zip(old_ids, (yield Speakers([texts[m][0] for m in old_ids]))))
+    heard = {m for i in new_frames for m in (*cands[i], *(mem_ids[j] for j in batch_cands[i]))
+             if speaker_of[m] == said[i]}
+    compared = [m for m in old_ids if m in heard]
+    old_frames: dict[str, tuple[Any, ...]] = {}
+    if compared:
+        for m, (frames, _) in zip(compared, (yield Frames([texts[m][0] for m in compared], comparable=True))):
+            old_frames[m] = frames
 
     # ---- the frames compared, then graded by the cosine of their masked clauses; each frame is
     # prepared for comparison once (a memory meets many others: on templated text, nearly every
@@ -421,9 +430,8 @@ def _statement_plan(
     as_old = {m: tuple(v for v in views if v.replaceable) for m, views in old_frames.items()}
     as_new = {m: tuple(v for v in views if v.replacing) for m, views in old_frames.items()}
     for i, frames in new_frames.items():
-        speaker = prepared[i].extraction.extra.get("speaker")
-        targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == speaker]
-        targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i] if speaker_of[mem_ids[j]] == speaker]
+        targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == said[i]]
+        targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i] if speaker_of[mem_ids[j]] == said[i]]
         if not targets:
             continue
         mine_new = tuple(v for v in frames if v.replacing)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "ReadAhead", "CollectAhead", "EncodeQuery",
            "EncodeMultilingualQuery", "Embed", "ClauseVectors",
            "VectorDim", "CrossEncode",
-           "Frames", "Judge", "Request", "Op"]
+           "Frames", "Speakers", "Judge", "Request", "Op"]
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -166,12 +166,26 @@ class CrossEncode(LocalRequest[list[float]]):
 @dataclass(frozen=True, slots=True)
 class Frames(LocalRequest[list[tuple[Any, Any]]]):
     """``(statement frames, speaker)`` of texts the write path compares, each frame prepared for
-    comparison (a :class:`ripple._supersede.FrameView`; see :mod:`ripple._supersede`)."""
+    comparison (a :class:`ripple._supersede.FrameView`; see :mod:`ripple._supersede`); ``comparable``:
+    none for a text none of whose frames can replace or be replaced (see
+    :meth:`ripple._runtime.Runtime.frames`)."""
+
+    texts: Sequence[str]
+    comparable: bool = False
+
+    def run(self, runtime: "Runtime") -> list[tuple[Any, Any]]:
+        return runtime.frames(self.texts, self.comparable)
+
+
+@dataclass(frozen=True, slots=True)
+class Speakers(LocalRequest[list[Any]]):
+    """The speaker of each text the write path may compare, as :class:`Frames` gives it, without its
+    frames (see :meth:`ripple._runtime.Runtime.speakers`)."""
 
     texts: Sequence[str]
 
-    def run(self, runtime: "Runtime") -> list[tuple[Any, Any]]:
-        return runtime.frames(self.texts)
+    def run(self, runtime: "Runtime") -> list[Any]:
+        return runtime.speakers(self.texts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from .embedding import Embedder
 
-__all__ = ["Runtime", "DenseSearchFn", "CallBesideFn", "SearchHits", "analysing"]
+__all__ = ["Runtime", "DenseSearchFn", "CallBesideFn", "SearchHits", "analysing", "inert"]
 
 #: A dense search's hits, or the future of them (an async store's search runs on the event loop).
 SearchHits: TypeAlias = "list[tuple[str, float]] | Future[list[tuple[str, float]]]"
@@ -60,6 +60,18 @@ RECENT_CLAUSES = 8192
 
 #: Batches of at least this many texts are embedded in a worker thread while they are extracted.
 OVERLAP_MIN_BATCH = 16
+
+
+def _speaker_of(extraction: Any) -> Any:
+    """Who says a parsed text (its extraction's ``extra["speaker"]``; None without a named speaker)."""
+    return extraction.extra.get("speaker")
+
+
+def inert(views: Sequence[Any]) -> bool:
+    """Whether no frame of a text can replace or be replaced: compared as an older text, it gives the
+    write path no pair (it pairs an older text's replaceable frames with the new item's replacing ones,
+    and, where the older text is the newer statement, its replacing frames with the item's replaceable ones)."""
+    return not any(v.replaceable or v.replacing for v in views)
 
 
 def _remember(cache: "OrderedDict[str, Any]", key: str, value: Any, keep: int) -> None:
@@ -119,6 +131,8 @@ class Runtime:
         self._multilingual_batcher: BatchEncoder | None = None  # ... and so do their multilingual vectors
         self._parses: OrderedDict[str, Any] = OrderedDict()  # text -> extraction: see frames()
         self._frames: OrderedDict[str, tuple[Any, Any]] = OrderedDict()  # text -> (extraction, frames) read of it
+        # text -> (extraction, ()) of the texts whose frames, read of that extraction, are all inert (see frames())
+        self._inert: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
         self._clauses: OrderedDict[str, "np.ndarray"] = OrderedDict()  # masked clause -> vector: see clause_vectors()
 
     # -- models (loaded on first use) -------------------------------------------------
@@ -261,17 +275,61 @@ class Runtime:
         vectors = self.multilingual_model().encode([texts[j] for j in cjk])
         return {j: vectors[r] for r, j in enumerate(cjk)}
 
-    def frames(self, texts: Sequence[str]) -> list[tuple[Any, Any]]:
+    def frames(self, texts: Sequence[str], comparable: bool = False) -> list[tuple[Any, Any]]:
         """``(frames, speaker)`` of texts the write path compares with each other (see
         :func:`extractors.frames.frames_of`), each frame prepared for comparison
         (:class:`ripple._supersede.FrameView`).  A text this client wrote or compared before is not
         parsed again (its extraction is kept: :data:`KEPT_PARSES`), and the frames of the ones compared
         lately are not read again (:data:`RECENT_FRAMES`): most candidates of a batch were written by
-        the batches before it, and were parsed (and prepared) then."""
+        the batches before it, and were parsed (and prepared) then.
+
+        ``comparable``: a text none of whose frames can replace or be replaced (an event, a question,
+        no value: :func:`inert`) gets no frames, and one known to be so for its kept parse is not read
+        again: the write path asks this of older texts, whose frames it compares and reads nothing else
+        of (a quarter of the frames it read on the synthetic store were such texts')."""
+        parsed = self._parsed(texts)
+        read: dict[str, Any] = {}
+        out = []
+        for t in texts:
+            ex = parsed[t]
+            found = read.get(t)
+            if found is None:  # (once per text, also when a batch holds it twice)
+                found = read[t] = self._read_frames(t, ex, comparable)
+            out.append((found, _speaker_of(ex)))
+        return out
+
+    def _read_frames(self, text: str, extraction: Any, comparable: bool) -> tuple[Any, ...]:
+        """The frames of ``text`` read of ``extraction`` (kept lately, else read now and kept), or ``()``
+        with ``comparable`` for an :func:`inert` text (known so for this extraction, else read now)."""
         from extractors.frames import frames_of
 
         from ._supersede import view
 
+        if comparable and self._kept(self._inert, text, extraction) is not None:
+            return ()
+        found = self._kept(self._frames, text, extraction)
+        if found is None:
+            found = tuple(view(f) for f in frames_of(extraction))
+            with self._lock:
+                _remember(self._frames, text, (extraction, found), RECENT_FRAMES)
+                if inert(found):
+                    _remember(self._inert, text, (extraction, ()), KEPT_PARSES)
+        return () if comparable and inert(found) else found
+
+    def speakers(self, texts: Sequence[str]) -> list[Any]:
+        """The speaker of each text, as :meth:`frames` gives it beside the frames, without reading frames.
+
+        Why: the write path compares the statements of one speaker only, so an older text that no new
+        item of its own speaker meets as a candidate need not be read into frames; asked first, this
+        spares those readings (13-16% of the older candidates of the synthetic store, whose two speakers say
+        different things; reading an older text's frames again from its kept parse was the write path's
+        largest cost on that store from 20k memories, where most candidates are no longer among the
+        :data:`RECENT_FRAMES`)."""
+        parsed = self._parsed(texts)
+        return [_speaker_of(parsed[t]) for t in texts]
+
+    def _parsed(self, texts: Sequence[str]) -> dict[str, Any]:
+        """The extraction of each text: the kept one (:data:`KEPT_PARSES`), else parsed now and kept."""
         with self._lock:
             parsed = {t: self._parses[t] for t in texts if t in self._parses}
             for t in parsed:  # (met again: kept longer)
@@ -281,34 +339,21 @@ class Runtime:
             for t, ex in zip(missing, self.extractor.extract_many(missing)):
                 self._remember_parse(t, ex)
                 parsed[t] = ex
-        read: dict[str, Any] = {}
-        out = []
-        for t in texts:
-            ex = parsed[t]
-            found = read.get(t)
-            if found is None:  # (once per text, also when a batch holds it twice)
-                found = self._known_frames(t, ex)
-                if found is None:
-                    found = tuple(view(f) for f in frames_of(ex))
-                    with self._lock:
-                        _remember(self._frames, t, (ex, found), RECENT_FRAMES)
-                read[t] = found
-            out.append((found, ex.extra.get("speaker")))
-        return out
+        return parsed
 
-    def _known_frames(self, text: str, extraction: Any) -> Any:
-        """The frames read lately of ``text`` when they were read of this same extraction, else None.
+    def _kept(self, cache: "OrderedDict[str, tuple[Any, Any]]", text: str, extraction: Any) -> Any:
+        """What ``cache`` keeps of ``text`` when it was read of this same extraction, else None.
 
         Why the check: frames are a function of the extraction (:func:`extractors.frames.frames_of`),
         and a text parsed again (a chat or a templated store says the same sentence many times, and
-        :meth:`prepare` parses it each time) keeps the frames read of it before only while its
-        extraction is the same; reading them again was a third of the frames the write path read on
+        :meth:`prepare` parses it each time) keeps what was read of it before only while its
+        extraction is the same; reading frames again was a third of the frames the write path read on
         the synthetic store (1,949 readings of 1,257 texts)."""
         with self._lock:
-            known = self._frames.get(text)
+            known = cache.get(text)
             if known is None or not (known[0] is extraction or known[0] == extraction):
                 return None
-            self._frames.move_to_end(text)
+            cache.move_to_end(text)
             return known[1]
 
     def _remember_parse(self, text: str, extraction: Any) -> None:

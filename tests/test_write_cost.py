@@ -149,6 +149,21 @@ class _Switching:
         return [dataclasses.replace(e, entities=()) if self.plain else e for e in self.inner.extract_many(texts)]
 
 
+def _frame_readings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts whose frames are read from now on (each call of :func:`extractors.frames.frames_of`)."""
+    import extractors.frames as frames_module
+
+    read: list[str] = []
+    plain_frames_of = frames_module.frames_of
+
+    def counting(ex: Any, **kw: Any) -> Any:
+        read.append(ex.text)
+        return plain_frames_of(ex, **kw)
+
+    monkeypatch.setattr(frames_module, "frames_of", counting)
+    return read
+
+
 def test_frames_of_a_text_written_again_are_read_once_while_its_parse_is_the_same(
         monkeypatch: pytest.MonkeyPatch, extractor: Any) -> None:
     """A text written again (a chat's "same as usual", a template's sentence) keeps the frames read of
@@ -160,14 +175,8 @@ def test_frames_of_a_text_written_again_are_read_once_while_its_parse_is_the_sam
     from ripple.embedding import HashEmbedder
     from ripple.models import AddItem
 
-    read: list[str] = []
     plain_frames_of = frames_module.frames_of
-
-    def counting(ex: Any, **kw: Any) -> Any:
-        read.append(ex.text)
-        return plain_frames_of(ex, **kw)
-
-    monkeypatch.setattr(frames_module, "frames_of", counting)
+    read = _frame_readings(monkeypatch)
     texts = ["Maya took over the billing service from Max.", "张伟接手了计费服务，预算涨到六万了。"]
     switching = _Switching(extractor)
     runtime = Runtime(RippleSettings(), embedder=HashEmbedder(64), extractor=switching)
@@ -297,3 +306,70 @@ def test_the_pair_test_s_end_is_the_whole_slot_matrix_s_verdict(extractor: Any) 
         else:
             assert by_new == [list(column) for column in zip(*same)] or not old.values
     assert ended
+
+
+_SAID = [  # (text, none of its frames can replace or be replaced)
+    ("Mel: The team budget is 50k.", False),
+    ("Jon: The team budget is 40k.", False),
+    ("Mel: I went to the budget meeting yesterday.", True),  # an event
+    ("Jon: Have you seen the budget for May?", True),  # a question: no frame
+    ("Mel: 例会改成周五下午两点了。", False),
+]
+
+
+def test_an_older_text_is_read_into_frames_only_when_it_can_be_compared(
+        monkeypatch: pytest.MonkeyPatch, extractor: Any) -> None:
+    """The write path reads the speakers of its older candidates first (:meth:`Runtime.speakers`: the
+    speaker :meth:`Runtime.frames` gives, read of the parse alone), and asks their frames with
+    ``comparable``: none for a text none of whose frames can replace or be replaced, which is not read
+    again while its parse is the same; any other text gets all its frames, as without it."""
+    import ripple._runtime as runtime_module
+    from ripple import RippleSettings
+    from ripple._runtime import Runtime, inert
+    from ripple.embedding import HashEmbedder
+    from ripple.models import AddItem
+
+    read = _frame_readings(monkeypatch)
+    monkeypatch.setattr(runtime_module, "RECENT_FRAMES", 0)  # no frames kept: every reading shows
+    texts = [t for t, _ in _SAID]
+    switching = _Switching(extractor)
+    runtime = Runtime(RippleSettings(), embedder=HashEmbedder(64), extractor=switching)
+    runtime.prepare([AddItem(text=t, user_id="u") for t in texts])
+    speakers = runtime.speakers(texts)
+    assert read == [] and speakers == ["mel", "jon", "mel", "jon", "mel"]
+    full = runtime.frames(texts)
+    assert [s for _, s in full] == speakers and [inert(views) for views, _ in full] == [x for _, x in _SAID]
+    read.clear()
+    comparable = runtime.frames(texts, comparable=True)
+    assert [([v.frame for v in views], s) for views, s in comparable] == [
+        ([] if inert(views) else [v.frame for v in views], s) for views, s in full]
+    assert read == [t for t, x in _SAID if not x]  # the inert ones known so: not read again
+    switching.plain = True  # parsed otherwise: what was known of the other parse no longer holds
+    runtime.prepare([AddItem(text=t, user_id="u") for t in texts])
+    read.clear()
+    runtime.frames(texts, comparable=True)
+    assert read == texts
+
+
+def test_a_statement_replaces_its_speaker_s_own_older_one_without_reading_the_others(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any, extractor: Any) -> None:
+    """Decided as before the speakers were read first: the new value replaces its speaker's statement
+    and leaves the other speaker's; the other speaker's statement and the inert texts, candidates all,
+    are not read into frames as older texts (only the new text is, and its own speaker's statement)."""
+    import ripple._runtime as runtime_module
+    from ripple import Memory
+    from ripple.embedding import HashEmbedder
+
+    read = _frame_readings(monkeypatch)
+    monkeypatch.setattr(runtime_module, "RECENT_FRAMES", 0)
+    mem = Memory(path=str(tmp_path / "store"), embedder=HashEmbedder(384), extractor=extractor)
+    try:
+        old = mem.add_many([{"text": t, "user_id": "u", "session_id": "s"} for t, _ in _SAID[:4]])
+        read.clear()
+        (new,) = mem.add("Mel: The team budget is now 60k.", user_id="u", session_id="s")
+        assert read == ["Mel: The team budget is now 60k.", _SAID[0][0]]
+        status = {m.id: m.status for m in (mem.get(o.id) for o in old)}
+        assert status[old[0].id] == "superseded" and status[old[1].id] == "active"
+        assert new.metadata["ripple"]["supersedes"][0]["memory"] == old[0].id
+    finally:
+        mem.close()

@@ -93,6 +93,32 @@ def test_the_float16_scan_is_the_default_for_large_indexes(monkeypatch: pytest.M
     assert index._half is not None and index._half.shape[1] == 16
 
 
+def test_a_batch_of_queries_scans_in_float32_at_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many queries at once (the write path's candidate search) share one float32 scan, also above
+    HALF_PRECISION_MIN_ROWS, and get what each would get alone; a scan too large for one score matrix
+    is made some queries at a time with the same answers."""
+    rng = np.random.default_rng(5)
+    m = _unit(rng, 300, 16)
+    index = VectorIndex.from_rows(_rows(m))
+    assert index is not None
+    for i in range(0, 300, 7):
+        index.set_status(f"m{i}", "superseded")
+    queries = list(_unit(rng, vectors.BATCH_EXACT_MIN_QUERIES, 16))
+    alone = [index.search([q], 5, statuses={"active"}, exact=True)[0] for q in queries]
+
+    def same(hits: list[list[tuple[str, float]]]) -> bool:  # (a matrix product may round the last bit otherwise)
+        return all([r for r, _ in h] == [r for r, _ in a] and np.allclose([s for _, s in h], [s for _, s in a], rtol=1e-6)
+                   for h, a in zip(hits, alone, strict=True))
+
+    monkeypatch.setattr(vectors, "HALF_PRECISION_MIN_ROWS", 100)
+    assert same(index.search(queries, 5, statuses={"active"}))
+    assert index._half is None  # the float16 copy was never built: no float16 scan
+    monkeypatch.setattr(vectors, "EXACT_SCAN_SCORES", 2 * 300)  # two queries a scan
+    assert same(index.search(queries, 5, statuses={"active"}))
+    index.search(queries[:1], 5, statuses={"active"})  # one query: the float16 scan
+    assert index._half is not None
+
+
 def test_a_vector_of_another_dimension_is_a_clear_error() -> None:
     index = VectorIndex.from_rows([("a", np.ones(4, dtype=np.float32).tobytes(), "active")])
     assert index is not None
