@@ -1338,7 +1338,8 @@ class _Neo4jCore:
     uri: str
 
     def __init__(self, uri: str, *, user: str, password: str | None, database: str | None,
-                 retry_seconds: float, maintenance: bool, near_cache_mb: float, near_load_beside_rows: int) -> None:
+                 retry_seconds: float, maintenance: bool, near_cache_mb: float,
+                 near_load_beside_rows: int = NEAR_LOAD_BESIDE_ROWS) -> None:
         self.uri = uri
         self._auth = None if password is None else (user, password)
         self._database = database

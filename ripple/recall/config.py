@@ -107,9 +107,10 @@ class SeedConfig(_Config):
     )
     dense_skip_common: bool = Field(
         True,
-        description="the dense route searches with the query encoded again without the words the lexical route"
-                    " ignores as too common (see late_skip_common; one more query encoding and vector search, only"
-                    " for a query that has such a word)",
+        description="the dense route searches again with the query's vector without the words the lexical route"
+                    " ignores as too common: the mean of its other token vectors (the text encoded again without"
+                    " them when the words behind the rows are unknown); one more vector search, only for a query"
+                    " that has such a word (see late_skip_common)",
     )
     common_min_df: int = Field(
         50, ge=1,

@@ -129,7 +129,13 @@ def test_dense_route_searches_without_the_common_words() -> None:
     off, asked_off = _seed(_ROWS, _TERMS, late=False, dense=False)
     on, asked_on = _seed(_ROWS, _TERMS, late=False, dense=True)
     assert not any(isinstance(r, EncodeQuery) for r in asked_off)
+    # the vector without 'Melanie' is the mean of the query's other token rows: no second encoding
+    assert not any(isinstance(r, EncodeQuery) for r in asked_on)
     assert sum(isinstance(r, NearestMemories) for r in asked_on) == 2
+    # without the words behind the rows, the text is encoded again without the name
+    encoded, asked_encoded = _seed(_ROWS, None, late=False, dense=True)
+    assert any(isinstance(r, EncodeQuery) for r in asked_encoded)
+    assert encoded.norm["m_answer"] > off.norm["m_answer"]
     assert on.cands["m_name"].dense == pytest.approx(0.8)
     assert off.cands["m_name"].dense == pytest.approx(0.8)
     assert on.norm["m_answer"] > off.norm["m_answer"] and on.norm["m_name"] < off.norm["m_name"]
