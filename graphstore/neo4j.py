@@ -1354,7 +1354,7 @@ class _Neo4jCore:
         self._near_beside_rows = max(0, int(near_load_beside_rows))
         self._loading: set[tuple[str, str]] = set()  # (user, label) loads under way beside the searches
         self._loading_lock = threading.Lock()
-        self._closed = False
+        self._closed = False  # (close() sets it: a load beside that fails then is expected)
 
     @staticmethod
     def _driver_defaults(options: dict[str, Any], retry_seconds: float) -> dict[str, Any]:
@@ -2212,7 +2212,6 @@ class Neo4jStore(_Neo4jCore):
         with _map_errors(uri, opening=True):
             self._driver: Driver = neo4j.GraphDatabase.driver(uri, auth=self._auth, **options)
         self._bookmarks = neo4j.GraphDatabase.bookmark_manager()
-        self._closed = False
         # recall touches are written beside the caller (graphstore.touches)
         self._touches = TouchWriter(lambda rows: self._drive(self._plan_touch(rows)))
         try:
@@ -2487,7 +2486,6 @@ class AsyncNeo4jStore(_Neo4jCore):
         with _map_errors(uri, opening=True):
             self._driver: AsyncDriver = neo4j.AsyncGraphDatabase.driver(uri, auth=self._auth, **options)
         self._bookmarks = neo4j.AsyncGraphDatabase.bookmark_manager()
-        self._closed = False
         self._touches = AsyncTouchWriter(lambda rows: self._drive(self._plan_touch(rows)))
         self._loads: set[asyncio.Task[None]] = set()  # near-cache loads beside the searches
         self._opened = False

@@ -18,7 +18,7 @@ import contextvars
 import threading
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
 
 from graphstore import AsyncGraphStore, GraphStore, InProcessStore, as_async, open_store, retries
 
@@ -39,6 +39,8 @@ from .recall.config import RecallConfig
 from .settings import RippleSettings
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from extractors.base import Extractor
     from graphstore.requests import StoreRequest
 
@@ -160,11 +162,7 @@ def _search_beside(store: "GraphStore | AsyncGraphStore", asynchronous: bool) ->
     def search(user_id: str, vector: Any, k: int, statuses: Sequence[str]) -> "SearchHits | None":
         if not asynchronous:
             return cast(GraphStore, store).nearest_memories(user_id, vector, k, statuses=statuses)
-        loop = _LOOP.get()
-        if loop is None or loop.is_closed():
-            return None
-        return asyncio.run_coroutine_threadsafe(
-            cast(AsyncGraphStore, store).nearest_memories(user_id, vector, k, statuses=statuses), loop)
+        return _on_loop(lambda: cast(AsyncGraphStore, store).nearest_memories(user_id, vector, k, statuses=statuses))
 
     return search
 
@@ -177,12 +175,19 @@ def _call_beside(store: "GraphStore | AsyncGraphStore", asynchronous: bool) -> C
     def call(request: "StoreRequest[Any]") -> Any:
         if not asynchronous:
             return request.call(cast(GraphStore, store))
-        loop = _LOOP.get()
-        if loop is None or loop.is_closed():
-            return None
-        return asyncio.run_coroutine_threadsafe(request.acall(cast(AsyncGraphStore, store)), loop).result()
+        started = _on_loop(lambda: request.acall(cast(AsyncGraphStore, store)))
+        return None if started is None else started.result()
 
     return call
+
+
+def _on_loop(start: Callable[[], Coroutine[Any, Any, T]]) -> "Future[T] | None":
+    """An async store's coroutine (made by ``start``) started on the operation's event loop from a
+    worker thread (:data:`_LOOP`); ``None`` outside asyncio (trio), where the plan does it itself."""
+    loop = _LOOP.get()
+    if loop is None or loop.is_closed():
+        return None
+    return asyncio.run_coroutine_threadsafe(start(), loop)
 
 
 def _item(text: str, user_id: str, agent_id: str | None, session_id: str | None, at: datetime | None,

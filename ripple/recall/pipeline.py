@@ -32,6 +32,7 @@ from .merge import apply_priors, kept_count, merge_channels
 from .query import QueryInput
 from .relevance import assign_relevance, query_signals
 from .rerank import rerank_stage
+from .scoring import top
 from .seed import seed_stage
 
 __all__ = ["recall_plan"]
@@ -75,8 +76,7 @@ def _likely_kept(seeded: Seeded, config: RecallConfig, k: int) -> list[str]:
     """The seeds the merge will most likely keep: as many as it keeps, best seed score first.  Why a
     guess is enough: spreading adds to seed scores, so the kept ones are mostly the best seeds (at 100k
     synthetic memories, 91 of 100 on median); the plan reads the few others after the merge."""
-    ranked = sorted(seeded.cands.values(), key=lambda c: (-c.seed, c.id))
-    return [c.id for c in ranked[: kept_count(config, k)]]
+    return top({i: c.seed for i, c in seeded.cands.items()}, kept_count(config, k))
 
 
 def _records(ids: list[str], ahead: Any) -> Generator[Request, Any, dict[str, StoredMemory]]:
