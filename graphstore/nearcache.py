@@ -48,6 +48,8 @@ from .vectors import HALF_PRECISION_MIN_ROWS, VectorIndex
 if TYPE_CHECKING:
     import numpy as np
 
+    from .neargraph import NearGraph
+
 __all__ = ["NearCache", "Revision", "Part", "DEFAULT_BUDGET_MB", "NEAR_LOAD_BESIDE_ROWS"]
 
 DEFAULT_BUDGET_MB = 512
@@ -78,6 +80,11 @@ class _Entry:
     key: Revision
     parts: dict[str, VectorIndex | None] = field(default_factory=dict)  # label -> index (None: no vectors)
     tokens: set[str] = field(default_factory=set)  # ids of this user's cached token vectors
+    graph: "NearGraph | None" = None  # the user's walk edges (graphstore.neargraph), at the same revision
+
+    def nbytes(self) -> int:
+        """What the entry's vectors and graph hold (its token vectors are counted apart)."""
+        return sum(index_bytes(p) for p in self.parts.values()) + (0 if self.graph is None else self.graph.nbytes)
 
 
 def index_bytes(index: VectorIndex | None) -> int:
@@ -106,6 +113,7 @@ class NearCache:
         self._seen: OrderedDict[str, Revision] = OrderedDict()  # user -> revision at its last search
         self._since_aging = 0
         self.loads = 0  # vector sets loaded (for tests and profiles)
+        self.graph_loads = 0  # graphs loaded
 
     @property
     def enabled(self) -> bool:
@@ -180,7 +188,7 @@ class NearCache:
                 if self._uses.get(other, 0) >= mine:
                     return False
                 victims.append(other)
-                free += sum(index_bytes(p) for p in entry.parts.values())
+                free += entry.nbytes()
             if free < nbytes:
                 return False
             for other in victims:
@@ -231,6 +239,34 @@ class NearCache:
             self._entries.move_to_end(user)
             self._trim_tokens(self.budget - self._index_bytes)
 
+    def graph(self, user: str, key: Revision) -> "NearGraph | None":
+        """``user``'s graph when its entry is at revision ``key`` and holds one."""
+        with self._lock:
+            entry = self._entries.get(user)
+            if entry is None or entry.key != key:
+                return None
+            self._entries.move_to_end(user)
+            return entry.graph
+
+    def put_graph(self, user: str, key: Revision, graph: "NearGraph") -> bool:
+        """Keep ``user``'s graph, read after revision ``key`` was, beside the vectors of an entry still at
+        ``key`` (a graph is loaded only for a user whose vectors are: see :mod:`graphstore.neargraph`)."""
+        with self._lock:
+            entry = self._entries.get(user)
+            if entry is None or entry.key != key:
+                return False
+            self._drop_graph(entry)
+            entry.graph = graph
+            self._index_bytes += graph.nbytes
+            self.graph_loads += 1
+            self._trim_tokens(self.budget - self._index_bytes)
+            return True
+
+    def _drop_graph(self, entry: _Entry) -> None:
+        if entry.graph is not None:
+            self._index_bytes -= entry.graph.nbytes
+            entry.graph = None
+
     def search(
         self, index: VectorIndex, vectors: Sequence[object], k: int, statuses: set[str] | None
     ) -> list[list[tuple[str, float]]]:
@@ -252,7 +288,7 @@ class NearCache:
         entry = self._entries.pop(user, None)
         if entry is None:
             return
-        self._index_bytes -= sum(index_bytes(p) for p in entry.parts.values())
+        self._index_bytes -= entry.nbytes()
         for mid in entry.tokens:
             _, blob = self._tokens.pop(mid)
             self._token_bytes -= len(blob) + _ROW_OVERHEAD
@@ -271,6 +307,7 @@ class NearCache:
             self._drop(user)
             return None
         entry.key = key
+        self._drop_graph(entry)  # (not updated in place: read again once the user is steady)
         return entry
 
     @property

@@ -87,7 +87,10 @@ this store's own writes update its cached vectors in place when their revision f
 one.  A user is loaded on a search (one read of every vector: ~1-3 s per 10k memories on this
 machine, once) when the budget has room or when it is searched more often than the users it would
 evict; others are searched on the server.  Writes made with :meth:`Neo4jStore.cypher` do not bump
-revisions: this store then forgets its cache, other processes cannot know.
+revisions: this store then forgets its cache, other processes cannot know.  Beside a user's vectors at a
+revision, the cache keeps the user's walk edges (:mod:`graphstore.neargraph`, ``near_graph``): the
+recall's spreading read is then answered in this process too; a write of this process drops them (they
+are read again, beside the recalls, once the user's vectors are current).
 
 Transactions: every :meth:`Neo4jStore.write` is one write transaction of a
 handful of ``UNWIND`` statements, whatever the batch size.  Reads run as
@@ -150,7 +153,7 @@ import threading
 import time
 from array import array
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Generator, Iterable, Iterator, Sequence, TypeVar, cast
 
@@ -159,6 +162,7 @@ from ripple.errors import RippleError, SchemaError, StoreError, StoreUnavailable
 from . import retries
 from .cypher_policy import CypherPlan, plan_of
 from .cypher_policy import check as check_plan
+from .neargraph import WALK_TYPES, NearGraph, row_order
 from .nearcache import (
     DEFAULT_BUDGET_MB, NEAR_LOAD_BESIDE_ROWS, NearCache, Part, Revision, estimate_bytes, index_bytes, nearest_from,
 )
@@ -337,7 +341,7 @@ class _SeenRevision:
     user: str
     key: Revision | None
     at: float
-    used: bool = False
+    used: set[str] = field(default_factory=set)  # what stood on it: "search" (the dense search), "walk"
 
 
 _SEEN: contextvars.ContextVar[_SeenRevision | None] = contextvars.ContextVar("ripple_neo4j_seen", default=None)
@@ -525,6 +529,18 @@ RETURN [x IN part | x.id] AS ids, [x IN part | x.embedding] AS vs, [x IN part | 
     for label, status in (("Memory", "x.status"), ("Entity", "null"))
 }
 _NEAR_LOAD_CHUNK = 200
+# a user's walk edges and entities for the near graph (graphstore.neargraph), in chunks of rows: each edge
+# type's relationship index on user_id finds the user's edges
+_NEAR_GRAPH_EDGES = "CALL () {\n" + "\n    UNION ALL\n".join(
+    f"    MATCH (a)-[r:{t}]->(b) WHERE r.user_id = $user RETURN [a.id, '{t}', b.id, r.weight, r.predicate] AS row"
+    for t in WALK_TYPES) + """
+}
+WITH collect(row) AS rows UNWIND range(0, size(rows) - 1, $chunk) AS i
+RETURN rows[i..i + $chunk] AS part"""
+_NEAR_GRAPH_ENTITIES = """MATCH (e:Entity {user_id: $user}) WITH collect([e.id, e.degree, e.label]) AS rows
+UNWIND range(0, size(rows) - 1, $chunk) AS i
+RETURN rows[i..i + $chunk] AS part"""
+_NEAR_GRAPH_CHUNK = 5_000
 # token vectors with the user's revision read first: when it is the cache's, only the ids it lacks ($need)
 # are read, otherwise all of them
 _TOKEN_VECTORS_CHECKED = _Planned.of("""
@@ -1012,9 +1028,8 @@ RETURN f.id AS source, collect(t.id) AS targets, collect(type(r)) AS types, coll
 # (The statement it replaces found the nodes with a breadth-first quantified path pattern and then
 # expanded each of them out, then in: on a Memory node, whose one relationship chain also holds its
 # POSTING and MENTIONS relationships, that walked the chain three times; see benchmarks/RESULTS.md,
-# "The spreading read level by level".)  An undirected expand gives a node's rows in chain order, so
-# each node's out rows are put before its in rows, as _EXPAND's UNION ALL orders them (a self-loop,
-# which both halves of _EXPAND return, is in both).
+# "The spreading read level by level".)  A self-loop, which both halves of _EXPAND return, is in a
+# node's out rows and in its in rows; the client puts every node's rows in one order (neargraph.row_order).
 _NEIGHBOURHOOD_SOURCES = """
 UNWIND $ids AS sid
 CALL (sid) {
@@ -1249,24 +1264,25 @@ def _posting_tuples(groups: Iterable[tuple[str, Sequence[str], Sequence[int], Se
 
 
 def _neighbours(rows: Iterable[Record]) -> dict[str, list[Neighbor]]:
-    """Expansion rows collected per source node, as neighbours in the order the server traversed them."""
+    """Expansion rows collected per source node, as neighbours in :func:`~graphstore.neargraph.row_order`."""
     return {
-        r["source"]: [
+        r["source"]: sorted((
             Neighbor(r["source"], t, typ, float(w), int(d), p, lab)
             for t, typ, w, d, p, lab in zip(r["targets"], r["types"], r["weights"], r["degrees"],
                                             r["predicates"], r["labels"])
-        ]
+        ), key=row_order)
         for r in rows
     }
 
 
 def _neighbour_rows(nodes: Iterable[Sequence[Any]]) -> dict[str, list[Neighbor]]:
     """A neighbourhood read's ``[source, [[target, type, weight, predicate (, degree, label)], ...]]`` per
-    node, as neighbours in the order the read gives them (:func:`_neighbourhood`; a step into a memory has
-    no degree and label: 1 and '')."""
+    node, as neighbours in :func:`~graphstore.neargraph.row_order` (:func:`_neighbourhood`; a step into a
+    memory has no degree and label: 1 and '')."""
     return {
-        source: [Neighbor(source, row[0], row[1], float(row[2]), int(row[4]), row[3], row[5]) if len(row) > 4
-                 else Neighbor(source, row[0], row[1], float(row[2]), 1, row[3], "") for row in rows]
+        source: sorted((Neighbor(source, row[0], row[1], float(row[2]), int(row[4]), row[3], row[5]) if len(row) > 4
+                        else Neighbor(source, row[0], row[1], float(row[2]), 1, row[3], "") for row in rows),
+                       key=row_order)
         for source, rows in nodes
     }
 
@@ -1339,7 +1355,7 @@ class _Neo4jCore:
 
     def __init__(self, uri: str, *, user: str, password: str | None, database: str | None,
                  retry_seconds: float, maintenance: bool, near_cache_mb: float,
-                 near_load_beside_rows: int = NEAR_LOAD_BESIDE_ROWS) -> None:
+                 near_load_beside_rows: int = NEAR_LOAD_BESIDE_ROWS, near_graph: bool = True) -> None:
         self.uri = uri
         self._auth = None if password is None else (user, password)
         self._database = database
@@ -1352,6 +1368,7 @@ class _Neo4jCore:
         # hot users' vectors in this process, checked against the server's revisions (graphstore.nearcache)
         self._near = NearCache(int(max(0.0, float(near_cache_mb)) * 2**20))
         self._near_beside_rows = max(0, int(near_load_beside_rows))
+        self._near_graph = bool(near_graph)  # walk edges of cached users in this process (graphstore.neargraph)
         self._loading: set[tuple[str, str]] = set()  # (user, label) loads under way beside the searches
         self._loading_lock = threading.Lock()
         self._closed = False  # (close() sets it: a load beside that fails then is expected)
@@ -1537,11 +1554,14 @@ class _Neo4jCore:
             {"n": n, "type": x.type, "src": x.src, "dst": x.dst, "predicate": x.predicate, "user_id": x.user_id,
              "weight": x.weight, "evidence": x.evidence, "at": x.at} for n, x in enumerate(batch.edges)]
         replace = list(dict.fromkeys(replace_mentions_of))
-        users = sorted({m.user_id for m in memories} | {e.user_id for e in batch.entities})
+        # (every user whose memories, entities or edges change: a near graph holds the edges too)
+        users = sorted({m.user_id for m in memories} | {e.user_id for e in batch.entities}
+                       | {x.user_id for x in batch.edges})
         ids = {"memories": [m.id for m in memories], "entities": list(dict.fromkeys(e.id for e in batch.entities))}
 
         def body() -> _Body[dict[str, Revision]]:
-            revs = (yield from _bump(users))
+            owners = (yield _Stmt(_OWNERS, {"ids": replace}))[0]["users"] if replace else []
+            revs = (yield from _bump(sorted({*users, *owners})))
             dirty: set[str] = set()
             if replace:
                 dirty.update((yield _Stmt(_DROP_MENTIONS, {"ids": replace}))[0]["dirty"])
@@ -1747,7 +1767,7 @@ class _Neo4jCore:
 
     def _plan_warm(self, user_id: str) -> _Plan[None]:
         """:class:`~graphstore.SupportsWarm`: the user's vectors into the near cache now (both kinds),
-        whatever their number, unless the cache is off or does not admit them."""
+        whatever their number, unless the cache is off or does not admit them, then the user's walk edges."""
         near = self._near
         if not near.enabled:
             return
@@ -1762,6 +1782,8 @@ class _Neo4jCore:
                 continue
             if near.admit(user_id, (yield from self._plan_near_size(label, user_id))):
                 yield from self._plan_near_load(user_id, label, key)
+        if self._near_graph and near.has_entry(user_id, key) and near.graph(user_id, key) is None:
+            yield from self._plan_graph_load(user_id, key)
 
     def _plan_near_load(self, user_id: str, label: Part, key: Revision) -> _Plan[VectorIndex | None]:
         """Read all of ``user_id``'s ``label`` vectors into the near cache, as of revision ``key`` (read
@@ -1775,7 +1797,10 @@ class _Neo4jCore:
     def _start_near_load(self, user_id: str, label: Part, key: Revision) -> None:
         """Load a user's vectors beside the searches (:meth:`_load_beside`), one load per user and label at
         a time: the searches that come meanwhile find it under way and go to the server."""
-        job = (user_id, label)
+        self._start_load((user_id, label), self._plan_near_load(user_id, label, key))
+
+    def _start_load(self, job: tuple[str, str], plan: _Plan[Any]) -> None:
+        """Run a near-cache load ``plan`` beside the caller unless ``job`` (user, what) is already under way."""
         with self._loading_lock:
             if job in self._loading:
                 return
@@ -1785,11 +1810,39 @@ class _Neo4jCore:
             with self._loading_lock:
                 self._loading.discard(job)
 
-        self._load_beside(self._plan_near_load(user_id, label, key), done)
+        self._load_beside(plan, done)
 
     def _load_beside(self, plan: _Plan[Any], done: Callable[[], None]) -> None:
         """Run ``plan`` without the caller waiting for it, then ``done()`` (each driver its own way)."""
         raise NotImplementedError
+
+    def _plan_near_graph(self, user_id: str, asks: Sequence[NeighbourhoodAsk]) -> _Plan[NearGraph | None]:
+        """The user's walk edges in this process when they can answer ``asks`` at the user's current revision
+        (:mod:`graphstore.neargraph`); ``None``: read on the server.  A user whose vectors are cached at that
+        revision and whose graph is not has it loaded beside the recalls."""
+        near = self._near
+        if not (self._near_graph and near.enabled and near.entry_key(user_id) is not None):
+            return None
+        if not all(a.reach >= 0 and set(a.edge_types) <= set(WALK_TYPES) for a in asks):
+            return None
+        seen = self._seen_revision(user_id, "walk")
+        key = seen[1] if seen else (yield from self._plan_revision(user_id))
+        if key is None:
+            return None
+        graph = near.graph(user_id, key)
+        if graph is None and near.has_entry(user_id, key):
+            self._start_load((user_id, "Graph"), self._plan_graph_load(user_id, key))
+        return graph
+
+    def _plan_graph_load(self, user_id: str, key: Revision) -> _Plan[NearGraph]:
+        """Read the user's walk edges into the near cache, as of revision ``key`` (read before them)."""
+        entities = yield _read(_NEAR_GRAPH_ENTITIES, user=user_id, chunk=_NEAR_GRAPH_CHUNK)
+        edges = yield _read(_NEAR_GRAPH_EDGES, user=user_id, chunk=_NEAR_GRAPH_CHUNK)
+        graph = NearGraph.from_rows((tuple(e) for c in entities for e in c["part"]),
+                                    (tuple(e) for c in edges for e in c["part"]))
+        if self._near.admit(user_id, graph.nbytes):
+            self._near.put_graph(user_id, key, graph)
+        return graph
 
     def _load_failed(self, exc: BaseException) -> None:
         """A load beside failed: the user's searches stay on the server (a closed store's is expected)."""
@@ -1797,13 +1850,13 @@ class _Neo4jCore:
             "Neo4j at %s: loading a user's vectors into the near cache failed (its searches stay on the"
             " server): %s", self.uri, _flat(exc))
 
-    def _seen_revision(self, user_id: str) -> tuple[bool, Revision | None] | None:
+    def _seen_revision(self, user_id: str, use: str = "search") -> tuple[bool, Revision | None] | None:
         """``(True, key)`` when this context's last user-state read of ``user_id`` (:class:`_SeenRevision`)
-        may stand for the revision read of this search; ``None`` otherwise (the search reads it)."""
+        may stand for the revision read of this ``use`` (a search, the walk); ``None`` otherwise (it reads it)."""
         seen = _SEEN.get()
-        if seen is None or seen.used or seen.store is not self or seen.user != user_id:
+        if seen is None or use in seen.used or seen.store is not self or seen.user != user_id:
             return None
-        seen.used = True
+        seen.used.add(use)
         if time.monotonic() - seen.at > _SEEN_FOR_S or seen.key is None or not self._near.has_entry(user_id, seen.key):
             return None
         return True, seen.key
@@ -2048,7 +2101,7 @@ class _Neo4jCore:
         cypher = _EXPAND % {"types": "|".join(types)}
         rows = yield _read(cypher, ids=ids, user=user_id, cap=-1 if max_degree is None else int(max_degree))
         by_source = _neighbours(rows)
-        # frontier order, each node's rows as the server traversed them: what a neighbourhood read gives too
+        # frontier order, each node's rows in row_order: what a neighbourhood read (or the near graph) gives too
         return [n for i in ids for n in by_source.get(i, ())]
 
     def _plan_neighbourhood(
@@ -2062,6 +2115,9 @@ class _Neo4jCore:
         """Each ask's neighbourhood (:class:`~graphstore.SupportsNeighbourhood`), the reads that need the
         server in one statement: an ask without sources is ``{}``, one over no known edge type gives each
         source no neighbours."""
+        graph = yield from self._plan_near_graph(user_id, asks)
+        if graph is not None:
+            return [graph.neighbourhood(ask) if ask.sources else {} for ask in asks]
         out: list[dict[str, list[Neighbor]]] = []
         shapes: list[tuple[str, int]] = []
         params: dict[str, Any] = {"user": user_id}
@@ -2180,6 +2236,9 @@ class Neo4jStore(_Neo4jCore):
         A user with at least this many vectors is loaded into the near cache beside the searches
         (which go to the server until it is in), a smaller one inline
         (:data:`~graphstore.nearcache.NEAR_LOAD_BESIDE_ROWS`).
+    near_graph:
+        Whether the near cache also keeps its users' walk edges (:mod:`graphstore.neargraph`), so that a
+        recall's spreading read is answered in this process; ``False`` reads it on the server every time.
     **driver_options:
         Passed to ``neo4j.GraphDatabase.driver`` (timeouts, pool size, TLS).
 
@@ -2201,11 +2260,11 @@ class Neo4jStore(_Neo4jCore):
         self, uri: str, *, user: str = "neo4j", password: str | None = None, database: str | None = None,
         retry_seconds: float = 8.0, maintenance: bool = False, warm_up: bool = True,
         near_cache_mb: float = DEFAULT_BUDGET_MB, near_load_beside_rows: int = NEAR_LOAD_BESIDE_ROWS,
-        **driver_options: Any,
+        near_graph: bool = True, **driver_options: Any,
     ) -> None:
         super().__init__(uri, user=user, password=password, database=database, retry_seconds=retry_seconds,
                          maintenance=maintenance, near_cache_mb=near_cache_mb,
-                         near_load_beside_rows=near_load_beside_rows)
+                         near_load_beside_rows=near_load_beside_rows, near_graph=near_graph)
         import neo4j
 
         options = self._driver_defaults(driver_options, self._retry.seconds)
@@ -2475,11 +2534,11 @@ class AsyncNeo4jStore(_Neo4jCore):
         self, uri: str, *, user: str = "neo4j", password: str | None = None, database: str | None = None,
         retry_seconds: float = 8.0, maintenance: bool = False, warm_up: bool = True,
         near_cache_mb: float = DEFAULT_BUDGET_MB, near_load_beside_rows: int = NEAR_LOAD_BESIDE_ROWS,
-        **driver_options: Any,
+        near_graph: bool = True, **driver_options: Any,
     ) -> None:
         super().__init__(uri, user=user, password=password, database=database, retry_seconds=retry_seconds,
                          maintenance=maintenance, near_cache_mb=near_cache_mb,
-                         near_load_beside_rows=near_load_beside_rows)
+                         near_load_beside_rows=near_load_beside_rows, near_graph=near_graph)
         import neo4j
 
         options = self._driver_defaults(driver_options, self._retry.seconds)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
@@ -22,7 +22,7 @@ import pytest
 from graphstore.neo4j import AsyncNeo4jStore, Neo4jStore
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
 from graphstore.records import StoredMemory, WriteBatch
-from graphstore.testing import DIM, make_entity, make_memory
+from graphstore.testing import DIM, GraphStoreConformance, make_entity, make_memory
 from tests.graphstore.test_neo4j import PASSWORD, URI, clean, driver  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.neo4j
@@ -451,3 +451,125 @@ def test_the_user_state_read_stands_for_the_next_searchs_revision_read(clean: An
     finally:
         for s in (a, b, plain):
             s.close()
+
+
+# -- the near graph (graphstore.neargraph): the walk edges of a cached user -----------------------------
+class _WalksFromItsNearGraph(Neo4jStore):
+    """A store that brings its near graph up to the user's revision (``warm``) before each neighbourhood
+    read, so that the conformance suite's walk tests read their neighbourhoods from it."""
+
+    answered = 0
+
+    def neighbourhoods(self, user_id: str, asks: Any) -> Any:
+        self.warm(user_id)
+        key = self._near.entry_key(user_id)
+        if key is not None and self._near.graph(user_id, key) is not None:
+            self.answered += 1
+        return super().neighbourhoods(user_id, asks)
+
+    def neighbourhood(self, user_id: str, sources: Any, edge_types: Any, **options: Any) -> Any:
+        from graphstore.records import NeighbourhoodAsk
+
+        return self.neighbourhoods(user_id, [NeighbourhoodAsk(sources, edge_types, **options)])[0]
+
+
+class TestWalksFromTheNearGraph:
+    """The conformance suite's walk tests (:class:`~graphstore.testing.GraphStoreConformance`) with every
+    neighbourhood read answered by the store's near graph: the same rows, in the same order, as the
+    server's ``expand`` (cycles, self-loops, RELATED both ways, hubs, labels, another user)."""
+
+    _seed_graph = GraphStoreConformance._seed_graph
+    _seed_walks = GraphStoreConformance._seed_walks
+    test_expand_walk_matches_expand_per_hop = GraphStoreConformance.test_expand_walk_matches_expand_per_hop
+    test_expand_walks_match_each_walk = GraphStoreConformance.test_expand_walks_match_each_walk
+    test_neighbourhood_rows_are_expand_rows = GraphStoreConformance.test_neighbourhood_rows_are_expand_rows
+    test_walks_through_cycles_loops_and_both_ways = GraphStoreConformance.test_walks_through_cycles_loops_and_both_ways
+
+    @pytest.fixture
+    def store(self, clean: Any) -> Iterator[_WalksFromItsNearGraph]:
+        s = _WalksFromItsNearGraph(URI, password=PASSWORD)
+        yield s
+        assert s.answered > 0  # (the walks did read the near graph)
+        s.close()
+
+
+def _walk_graph(store: Neo4jStore, vecs: np.ndarray, user: str = "u1") -> None:
+    """Memories with vectors, a session chain, entities (one a hub, one a DATE) and RELATED edges."""
+    from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, EdgeRecord
+
+    mems = [memory(f"m_{j:02d}", vecs[j], user=user) for j in range(12)]
+    ents = [make_entity(f"e_{j}", user=user, key=f"k{j}", vec=vecs[j]) for j in range(4)]
+    ents.append(dataclasses.replace(make_entity("e_day", user=user, key="monday"), label="DATE"))
+    edges = [EdgeRecord(f"m_{j:02d}", EDGE_NEXT, f"m_{j + 1:02d}", user, 1.0) for j in range(11)]
+    edges += [EdgeRecord(f"m_{j:02d}", EDGE_MENTIONS, f"e_{j % 4}", user, 1.0) for j in range(12)]
+    edges += [EdgeRecord(f"m_{j:02d}", EDGE_MENTIONS, "e_0", user, 1.0) for j in range(1, 12, 2)]
+    edges += [EdgeRecord("m_03", EDGE_MENTIONS, "e_day", user, 1.0),
+              EdgeRecord("e_1", EDGE_RELATED, "e_2", user, 2.0, predicate="knows")]
+    store.write(WriteBatch(memories=mems, entities=ents, edges=edges))
+
+
+def _asks() -> list[Any]:
+    from graphstore.records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, NeighbourhoodAsk
+
+    return [NeighbourhoodAsk(["m_00", "m_05"], [EDGE_NEXT], 2),
+            NeighbourhoodAsk(["m_01", "m_02", "m_03"], [EDGE_MENTIONS], 1, 5, ("PERSON", "ORG")),
+            NeighbourhoodAsk(["m_04"], [EDGE_MENTIONS, EDGE_RELATED], 2, None, None)]
+
+
+def test_the_near_graph_answers_walks_at_its_revision_only(clean: Any) -> None:
+    """A warmed store answers neighbourhood reads from its near graph (one revision read, no walk on the
+    server) with what the server answers; another client's write is seen at the next read (the graph is
+    behind: the server answers); this store's own write drops the graph, and the next recall's vectors
+    current again bring it back beside the reads."""
+    from graphstore.records import EDGE_MENTIONS, EdgeRecord
+
+    vecs = vectors(20, 21)
+    a, b, plain = connect(), connect(), connect(near_graph=False)
+    try:
+        _walk_graph(b, vecs)
+        a.warm("u1")
+        assert a._near.graph_loads == 1 and plain._near.graph_loads == 0
+        runs = _counting(a)
+        assert a.neighbourhoods("u1", _asks()) == plain.neighbourhoods("u1", _asks())
+        assert len(runs) == 1  # (the revision read; the walks were this process's)
+
+        b.write(WriteBatch(edges=[EdgeRecord("m_00", EDGE_MENTIONS, "e_3", "u1", 1.0)]))  # another client
+        got = a.neighbourhoods("u1", _asks())
+        assert got == plain.neighbourhoods("u1", _asks())
+        assert "m_00" in {r.target for r in got[1]["e_3"]}
+
+        a.warm("u1")
+        assert a._near.graph_loads == 2
+        a.write(WriteBatch(edges=[EdgeRecord("m_05", EDGE_MENTIONS, "e_3", "u1", 1.0)]))  # this store
+        key = a._near.entry_key("u1")
+        assert key is not None and a._near.graph("u1", key) is None  # (dropped: not updated in place)
+        assert a.neighbourhoods("u1", _asks()) == plain.neighbourhoods("u1", _asks())
+        _until(lambda: a._near.graph_loads == 3 and not a._loading)  # (loaded beside that read)
+        runs.clear()
+        assert a.neighbourhoods("u1", _asks()) == plain.neighbourhoods("u1", _asks()) and len(runs) == 1
+        assert a.neighbourhoods("nobody", _asks()) == plain.neighbourhoods("nobody", _asks())
+    finally:
+        for s in (a, b, plain):
+            s.close()
+
+
+def test_recall_over_the_near_graph_is_the_servers(clean: Any) -> None:
+    """Whole recalls (through ``Memory``) from a store whose walks read its near graph rank and score as
+    the same store reading them on the server: hits, scores, channels and paths."""
+    from ripple import Memory
+    from ripple.embedding import HashEmbedder
+
+    with Memory(store=connect(near_graph=False), embedder=HashEmbedder(dim=DIM)) as server:
+        for n, text in enumerate(["Dana from Northwind called about the invoice.", "The invoice is due Friday.",
+                                  "Lagos office hires Dana's team.", "Northwind moved the deadline to June.",
+                                  "Friday lunch with the Lagos team.", "Dana likes the new Northwind office."]):
+            server.add(text, user_id="u1", session_id="s1" if n < 3 else "s2")
+        server.store.warm("u1")
+        with Memory(store=connect(), embedder=HashEmbedder(dim=DIM)) as near:
+            near.store.warm("u1")
+            assert near.store._near.graph_loads == 1
+            for q in ("When is the invoice due?", "Who is Dana?", "What happened in Lagos?"):
+                want = server.recall(q, user_id="u1", k=5, touch=False)
+                got = near.recall(q, user_id="u1", k=5, touch=False)
+                assert [(h.memory.id, h.score, h.via, [s.target for s in h.path]) for h in got.hits] == [
+                    (h.memory.id, h.score, h.via, [s.target for s in h.path]) for h in want.hits], q
