@@ -573,3 +573,30 @@ def test_recall_over_the_near_graph_is_the_servers(clean: Any) -> None:
                 got = near.recall(q, user_id="u1", k=5, touch=False)
                 assert [(h.memory.id, h.score, h.via, [s.target for s in h.path]) for h in got.hits] == [
                     (h.memory.id, h.score, h.via, [s.target for s in h.path]) for h in want.hits], q
+
+
+@pytest.mark.anyio
+async def test_the_async_store_walks_its_near_graph_too(clean: Any) -> None:
+    """The async store shares the near graph's plans: ``warm`` loads it, walks read it (one revision read),
+    and a walk after its own write is the server's while the graph comes back beside it."""
+    from graphstore.records import EDGE_MENTIONS, EdgeRecord
+
+    import anyio
+
+    vecs = vectors(20, 22)
+    a = AsyncNeo4jStore(URI, password=PASSWORD)
+    plain = connect(near_graph=False)
+    try:
+        _walk_graph(plain, vecs)
+        await a.warm("u1")
+        assert a._near.graph_loads == 1
+        assert await a.neighbourhoods("u1", _asks()) == plain.neighbourhoods("u1", _asks())
+        await a.write(WriteBatch(edges=[EdgeRecord("m_07", EDGE_MENTIONS, "e_1", "u1", 1.0)]))
+        assert await a.neighbourhoods("u1", _asks()) == plain.neighbourhoods("u1", _asks())
+        with anyio.fail_after(30):
+            while a._near.graph_loads < 2 or a._loading:
+                await anyio.sleep(0.02)
+        assert await a.neighbourhoods("u1", _asks()) == plain.neighbourhoods("u1", _asks())
+    finally:
+        await a.aclose()
+        plain.close()
