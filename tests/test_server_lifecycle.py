@@ -108,6 +108,36 @@ def test_failed_start_is_reported_not_hidden(tmp_path: Path) -> None:
     assert api.headers["retry-after"] == "1"
 
 
+def test_warm_users_are_loaded_before_ready(tmp_path: Path) -> None:
+    """``create_app(warm_users=...)`` (``ripple serve --warm-user``) warms each user before reporting ready,
+    and a user that cannot be warmed is a failed start that says why."""
+    from fastapi.testclient import TestClient
+
+    from ripple import AsyncMemory
+    from ripple.server.app import create_app
+
+    class Recording(AsyncMemory):
+        warmed: list[str] = []
+
+        async def warm(self, *, user_id: str) -> None:
+            if user_id == "bad user":
+                raise E.InvalidInput("user_id 'bad user' is not valid")
+            self.warmed.append(user_id)
+            await super().warm(user_id=user_id)
+
+    for users, status in ((("u1", "用户甲"), "ready"), (("u1", "bad user"), "failed")):
+        mem = Recording(path=str(tmp_path / f"s{len(users)}{status}"))
+        mem.warmed = []
+        with TestClient(create_app(mem, warm=False, warm_users=users, close=True)) as client:
+            for _ in range(200):
+                ready = client.get("/health/ready").json()
+                if ready["status"] != "starting":
+                    break
+                time.sleep(0.05)
+        assert ready["status"] == status, ready
+        assert mem.warmed == (list(users) if status == "ready" else ["u1"])
+
+
 # -- graceful shutdown --------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_sigterm_during_add_many_finishes_the_write(tmp_path: Path, embedder: Any, extractor: Any) -> None:

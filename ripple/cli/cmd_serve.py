@@ -24,6 +24,9 @@ WORKER_HEALTHCHECK_S = 60  # seconds a `--workers` worker may take to answer uvi
 def register(p: argparse.ArgumentParser) -> None:
     ServerSettings.register_flags(p, workers=True)
     p.add_argument("--no-warm", action="store_true", help="report ready before loading the models")
+    p.add_argument("--warm-user", action="append", default=[], metavar="USER",
+                   help="load this user's vectors (and, on Neo4j, walk edges) before reporting ready, so that"
+                        " its first recalls do not load them (repeatable)")
 
 
 def run(args: argparse.Namespace, settings: RippleSettings) -> int:
@@ -52,7 +55,7 @@ def _serve_workers(settings: RippleSettings, listen: ServerSettings, args: argpa
     configure_logging(args.log_level)
     asyncio.run(_reachable(settings))  # a bad store is one line here, not N workers failing to start
     os.environ[WORKER_SPEC] = worker_spec(settings, token=listen.token, max_body_bytes=listen.max_body_bytes,
-                                          warm=not args.no_warm)
+                                          warm=not args.no_warm, warm_users=args.warm_user)
     # uvicorn's supervisor kills and restarts a worker that does not answer its ping within 5 s by default;
     # a worker loading its models on a busy machine can miss that, and was restarted again and again
     # (4 pids for 2 workers, none ready after 300 s, in the --workers 2 test under load)
@@ -89,5 +92,5 @@ async def _serve(settings: RippleSettings, listen: ServerSettings, args: argpars
     configure_logging(args.log_level)
     memory = await _opened(settings)
     app = create_app(memory, token=listen.token, max_body_bytes=listen.max_body_bytes, warm=not args.no_warm,
-                     close=True)
+                     warm_users=args.warm_user, close=True)
     await serve_asgi(app, listen, log_level=args.log_level)

@@ -27,7 +27,7 @@ import os
 import uuid
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterable, Mapping
+from typing import Any, AsyncIterator, Iterable, Mapping, Sequence
 
 import anyio
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -46,7 +46,7 @@ from .asgi import BearerAuth, BodyLimit
 from .errors import HTTP_CODES, error_body, one_line, status_and_code
 from .schemas import AddBody, AddManyBody, ForgetBody, Health, PinBody, RecallBody, ResolveBody, UpdateBody
 from .settings import DEFAULT_MAX_BODY
-from .warm import warm_up
+from .warm import warm_up, warm_users
 
 __all__ = ["create_app", "worker_app", "OPEN_PATHS", "WORKER_SPEC"]
 
@@ -102,6 +102,7 @@ class _State:
     memory: AsyncMemory | None
     settings: RippleSettings | None
     warm: bool
+    warm_users: tuple[str, ...] = ()
     status: str = "starting"
     error: dict[str, str] | None = None
     writes: _Writes = field(default_factory=_Writes)
@@ -118,6 +119,7 @@ def create_app(
     token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY,
     warm: bool = True,
+    warm_users: Sequence[str] = (),
     close: bool | None = None,
 ) -> FastAPI:
     """The HTTP API over one memory.
@@ -136,6 +138,9 @@ def create_app(
     warm:
         Load the models before reporting ready (the default); ``False`` lets the
         first request load them.
+    warm_users:
+        Users whose vectors (and, on Neo4j, walk edges) are loaded before reporting ready
+        (:meth:`ripple.AsyncMemory.warm`), so that their first recalls do not load them.
     close:
         Close the memory at shutdown, after the in-flight writes finished
         (default: only a memory the app opened itself).
@@ -143,7 +148,8 @@ def create_app(
     owned = not isinstance(source, AsyncMemory)
     close = owned if close is None else close
     state = _State(memory=None if owned else source,  # type: ignore[arg-type]
-                   settings=source if isinstance(source, RippleSettings) else None, warm=warm)
+                   settings=source if isinstance(source, RippleSettings) else None, warm=warm,
+                   warm_users=tuple(warm_users))
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -174,10 +180,11 @@ def create_app(
     return app
 
 
-def worker_spec(settings: RippleSettings, *, token: str | None, max_body_bytes: int, warm: bool) -> str:
+def worker_spec(settings: RippleSettings, *, token: str | None, max_body_bytes: int, warm: bool,
+                warm_users: Sequence[str] = ()) -> str:
     """What one worker of ``ripple serve --workers N`` serves, as the JSON :func:`worker_app` reads."""
     return json.dumps({"settings": settings.model_dump(mode="json"), "token": token,
-                       "max_body_bytes": max_body_bytes, "warm": warm})
+                       "max_body_bytes": max_body_bytes, "warm": warm, "warm_users": list(warm_users)})
 
 
 def worker_app() -> FastAPI:
@@ -189,13 +196,15 @@ def worker_app() -> FastAPI:
         raise RuntimeError(f"{WORKER_SPEC} is not set: worker_app() is started by `ripple serve --workers N`")
     spec = json.loads(raw)
     return create_app(RippleSettings.model_validate(spec["settings"]), token=spec["token"],
-                      max_body_bytes=int(spec["max_body_bytes"]), warm=bool(spec["warm"]), close=True)
+                      max_body_bytes=int(spec["max_body_bytes"]), warm=bool(spec["warm"]),
+                      warm_users=spec.get("warm_users", ()), close=True)
 
 
 async def _start(state: _State) -> None:
     try:
         if state.warm:
             await warm_up(state.mem)
+        await warm_users(state.mem, state.warm_users)
         state.status = "ready"
         log.info("ripple: ready")
     except Exception as exc:  # noqa: BLE001 - the server stays up and says why it is not ready

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import anyio
 
@@ -24,3 +24,11 @@ async def warm_up(memory: "AsyncMemory") -> None:
         memory.extractor.extract_many(_WARM_TEXTS)
 
     await anyio.to_thread.run_sync(load)
+
+
+async def warm_users(memory: "AsyncMemory", users: Sequence[str]) -> None:
+    """Load what the store keeps of each user for its searches (:meth:`ripple.AsyncMemory.warm`: a Neo4j
+    store's near cache of vectors and walk edges, the embedded store's vector indexes), one after the
+    other, so that these users' first recalls are not the ones that load them."""
+    for user in users:
+        await memory.warm(user_id=user)
