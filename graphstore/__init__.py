@@ -31,6 +31,7 @@ from .protocol import (
     SupportsBatchMemorySearch,
     SupportsCypher,
     SupportsMaintenance,
+    SupportsLocalWalks,
     SupportsWarm,
     SupportsShards,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "InProcessStore",
     "SupportsCypher",
     "SupportsMaintenance",
+    "SupportsLocalWalks",
     "SupportsWarm",
     "Finding",
     "SupportsShards",

@@ -1816,6 +1816,14 @@ class _Neo4jCore:
         """Run ``plan`` without the caller waiting for it, then ``done()`` (each driver its own way)."""
         raise NotImplementedError
 
+    def walks_locally(self, user_id: str) -> bool:
+        """:class:`~graphstore.SupportsLocalWalks`: whether the user's walks read its near graph now (the
+        graph of the user's cached entry; a hint: the next read still checks the revision)."""
+        if not self._near_graph:
+            return False
+        key = self._near.entry_key(user_id)
+        return key is not None and self._near.graph(user_id, key) is not None
+
     def _plan_near_graph(self, user_id: str, asks: Sequence[NeighbourhoodAsk]) -> _Plan[NearGraph | None]:
         """The user's walk edges in this process when they can answer ``asks`` at the user's current revision
         (:mod:`graphstore.neargraph`); ``None``: read on the server.  A user whose vectors are cached at that

@@ -411,6 +411,20 @@ class SupportsNeighbourhoods(Protocol):
 
 
 @runtime_checkable
+class SupportsLocalWalks(Protocol):
+    """Optional: whether a user's neighbourhood reads are answered in this process right now, without
+    waiting on a server (a Neo4j store's near graph, :mod:`graphstore.neargraph`).  A hint, read without
+    I/O: the recall reads its records beside the spreading only while the spreading waits on the store
+    (read beside a walk done in process, they only take turns with it on the GIL and the 2 cores).  The
+    async twin's method is a plain method too.
+
+    Without it a server store's walks are taken to wait on the server.
+    """
+
+    def walks_locally(self, user_id: str) -> bool: ...
+
+
+@runtime_checkable
 class SupportsWarm(Protocol):
     """Optional: load now what the store keeps in this process for a user's recalls (its vectors), so
     that its first recalls are as fast as the rest: a server that knows its users warms them at start,

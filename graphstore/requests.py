@@ -29,6 +29,7 @@ from .protocol import (
     SupportsCypher,
     SupportsLexicalRoute,
     SupportsNeighbourhood,
+    SupportsLocalWalks,
     SupportsNeighbourhoods,
     SupportsWarm,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "NearestMultilingual",
     "HasMultilingual",
     "GetUserState",
+    "WalksLocally",
     "Warm",
     "LexicalStats",
     "Postings",
@@ -289,6 +291,21 @@ class GetUserState(StoreRequest[UserState]):
 
     def call(self, store: GraphStore) -> UserState:
         return store.get_user_state(self.user_id)
+
+
+@dataclass(frozen=True, slots=True)
+class WalksLocally(StoreRequest[bool]):
+    """Whether the user's walks are answered in process now (:class:`~graphstore.SupportsLocalWalks`);
+    ``False`` for a store that does not say."""
+
+    user_id: str
+    method: ClassVar[str] = "walks_locally"
+
+    def call(self, store: GraphStore) -> bool:
+        return isinstance(store, SupportsLocalWalks) and store.walks_locally(self.user_id)
+
+    async def acall(self, store: AsyncGraphStore) -> bool:
+        return isinstance(store, SupportsLocalWalks) and store.walks_locally(self.user_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,7 +150,7 @@ class GenericView:
     so the requests take their generic route through the same store.  The reference a fast path is
     held to (conformance tests, the benchmarks' with/without comparisons)."""
 
-    HIDDEN = frozenset({"lexical_route", "neighbourhood", "neighbourhoods"})
+    HIDDEN = frozenset({"lexical_route", "neighbourhood", "neighbourhoods", "walks_locally"})
 
     def __init__(self, store: GraphStore) -> None:
         self._store = store

@@ -22,7 +22,7 @@ from dataclasses import asdict
 from typing import Any, Generator
 
 from graphstore.records import StoredMemory
-from graphstore.requests import EntityNames, GetMemories
+from graphstore.requests import EntityNames, GetMemories, WalksLocally
 
 from .._requests import CollectAhead, ReadAhead, Request
 from .candidates import PlanResult, Seeded, StageTimer
@@ -42,8 +42,11 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, 
     """Run one recall; see the module docstring for the protocol."""
     timer = StageTimer(q.encode_ms, q.load_ms)
     q, seeded = yield from seed_stage(q, config, timer)
-    # the records the merge will most likely keep, read beside the spreading (a server store)
-    ahead = None if seeded.final or not seeded.cands else (yield ReadAhead(GetMemories(_likely_kept(seeded, config, q.k))))
+    # the records the merge will most likely keep, read beside the spreading while it waits on the store
+    # (a server store's walks; one answered in this process would only take turns with the read)
+    ahead = None
+    if not seeded.final and seeded.cands and not (yield WalksLocally(q.user_id)):
+        ahead = yield ReadAhead(GetMemories(_likely_kept(seeded, config, q.k)))
     results = yield from spread_stage(q, config, seeded, timer)
     cands = merge_channels(seeded, results, config, q.k)
     if not seeded.final:

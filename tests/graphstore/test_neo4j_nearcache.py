@@ -527,8 +527,10 @@ def test_the_near_graph_answers_walks_at_its_revision_only(clean: Any) -> None:
     a, b, plain = connect(), connect(), connect(near_graph=False)
     try:
         _walk_graph(b, vecs)
+        assert not a.walks_locally("u1")
         a.warm("u1")
         assert a._near.graph_loads == 1 and plain._near.graph_loads == 0
+        assert a.walks_locally("u1") and not plain.walks_locally("u1") and not a.walks_locally("nobody")
         runs = _counting(a)
         assert a.neighbourhoods("u1", _asks()) == plain.neighbourhoods("u1", _asks())
         assert len(runs) == 1  # (the revision read; the walks were this process's)
@@ -543,6 +545,7 @@ def test_the_near_graph_answers_walks_at_its_revision_only(clean: Any) -> None:
         a.write(WriteBatch(edges=[EdgeRecord("m_05", EDGE_MENTIONS, "e_3", "u1", 1.0)]))  # this store
         key = a._near.entry_key("u1")
         assert key is not None and a._near.graph("u1", key) is None  # (dropped: not updated in place)
+        assert not a.walks_locally("u1")
         assert a.neighbourhoods("u1", _asks()) == plain.neighbourhoods("u1", _asks())
         _until(lambda: a._near.graph_loads == 3 and not a._loading)  # (loaded beside that read)
         runs.clear()

@@ -70,3 +70,31 @@ def test_an_in_process_store_reads_once_after_the_merge(monkeypatch: pytest.Monk
         reads = _spy_reads(monkeypatch)
         res = mem.recall(QUESTIONS[0], user_id="u1", k=5, touch=False)
         assert len(reads) == 1 and {h.memory.id for h in res.hits} <= set(reads[0])
+
+
+@pytest.mark.parametrize("local", [True, False])
+def test_no_read_beside_a_walk_done_in_process(monkeypatch: pytest.MonkeyPatch, embedder, extractor, local: bool) -> None:
+    """A store whose walks are answered in process (``SupportsLocalWalks``: a Neo4j store's near graph) gets
+    no read beside the spreading: the plan reads the kept records once after the merge, and the recall is
+    the same; a store whose walks wait on it gets the read beside."""
+    from graphstore import SupportsLocalWalks
+
+    with Memory(store="memory://", embedder=embedder, extractor=extractor) as mem:
+        _add_two_hop(mem)
+        plain = _key(mem.recall(QUESTIONS[0], user_id="u1", k=5, touch=False))
+        asked: list[str] = []
+
+        def walks_locally(user_id: str) -> bool:
+            asked.append(user_id)
+            return local
+
+        monkeypatch.setattr(mem.store, "walks_locally", walks_locally, raising=False)
+        assert isinstance(mem.store, SupportsLocalWalks)
+        monkeypatch.setattr(mem._runtime, "_call_beside", lambda request: request.call(mem.store))
+        started: list[Any] = []
+        read_ahead = mem._runtime.read_ahead
+        monkeypatch.setattr(mem._runtime, "read_ahead", lambda request: started.append(request) or read_ahead(request))
+        reads = _spy_reads(monkeypatch)
+        assert _key(mem.recall(QUESTIONS[0], user_id="u1", k=5, touch=False)) == plain
+        assert asked == ["u1"] and len(reads) == 1  # (the small store's kept records: all ahead, or all after)
+        assert len(started) == (0 if local else 1)
