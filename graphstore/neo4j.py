@@ -266,7 +266,16 @@ class _Tx:
     body: Callable[[], _Body[Any]]
 
 
-_Plan = Generator[_Tx, Any, T]
+@dataclass(frozen=True, slots=True)
+class _Local:
+    """A step of a plan that is work in this process, not on the server (building a near-cache part from the
+    rows a load read: a second or more for a big user): the sync driver runs it in place, the async one in a
+    worker thread, so that the event loop goes on serving meanwhile."""
+
+    work: Callable[[], Any]
+
+
+_Plan = Generator["_Tx | _Local", Any, T]
 
 
 def _run_body(tx: "Transaction | Session", body: Callable[[], _Body[T]]) -> T:
@@ -1789,7 +1798,7 @@ class _Neo4jCore:
         """Read all of ``user_id``'s ``label`` vectors into the near cache, as of revision ``key`` (read
         before them: a search uses them only while the user is still at ``key``)."""
         chunks = yield _read(_NEAR_LOAD[label], user=user_id, chunk=_NEAR_LOAD_CHUNK)
-        index = _near_index(chunks)
+        index: VectorIndex | None = yield _Local(lambda: _near_index(chunks))
         if self._near.admit(user_id, index_bytes(index)):  # (again: others may have come in while it read)
             self._near.put_part(user_id, key, label, index)
         return index
@@ -1846,8 +1855,8 @@ class _Neo4jCore:
         """Read the user's walk edges into the near cache, as of revision ``key`` (read before them)."""
         entities = yield _read(_NEAR_GRAPH_ENTITIES, user=user_id, chunk=_NEAR_GRAPH_CHUNK)
         edges = yield _read(_NEAR_GRAPH_EDGES, user=user_id, chunk=_NEAR_GRAPH_CHUNK)
-        graph = NearGraph.from_rows((tuple(e) for c in entities for e in c["part"]),
-                                    (tuple(e) for c in edges for e in c["part"]))
+        graph: NearGraph = yield _Local(lambda: NearGraph.from_rows(
+            (tuple(e) for c in entities for e in c["part"]), (tuple(e) for c in edges for e in c["part"])))
         if self._near.admit(user_id, graph.nbytes):
             self._near.put_graph(user_id, key, graph)
         return graph
@@ -2320,7 +2329,7 @@ class Neo4jStore(_Neo4jCore):
                     step = plan.send(value)
                 except StopIteration as done:
                     return done.value
-                value = self._transaction(step)
+                value = step.work() if isinstance(step, _Local) else self._transaction(step)
 
     def _transaction(self, step: _Tx) -> Any:
         import neo4j
@@ -2599,7 +2608,8 @@ class AsyncNeo4jStore(_Neo4jCore):
                     step = plan.send(value)
                 except StopIteration as done:
                     return done.value
-                value = await self._transaction(step)
+                value = (await asyncio.to_thread(step.work) if isinstance(step, _Local)
+                         else await self._transaction(step))
 
     async def _transaction(self, step: _Tx) -> Any:
         import neo4j

@@ -603,3 +603,46 @@ async def test_the_async_store_walks_its_near_graph_too(clean: Any) -> None:
     finally:
         await a.aclose()
         plain.close()
+
+
+@pytest.mark.anyio
+async def test_the_async_store_builds_its_caches_off_the_event_loop(clean: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building a near-cache part from the rows a load read (a second or more for a big user) runs in a
+    worker thread: the event loop keeps serving while the async store warms (or loads beside)."""
+    import time
+
+    import anyio
+
+    from graphstore.neargraph import NearGraph
+
+    build = NearGraph.from_rows
+
+    def slow_build(cls: Any, *rows: Any) -> NearGraph:
+        time.sleep(0.3)  # (a big user's build, holding whatever thread runs it)
+        return build(*rows)
+
+    monkeypatch.setattr(NearGraph, "from_rows", classmethod(slow_build))
+    vecs = vectors(20, 23)
+    a = AsyncNeo4jStore(URI, password=PASSWORD)
+    try:
+        writer = connect()
+        _walk_graph(writer, vecs)
+        writer.close()
+        gaps: list[float] = []
+
+        async def tick() -> None:
+            last = time.monotonic()
+            while True:
+                await anyio.sleep(0.01)
+                now = time.monotonic()
+                gaps.append(now - last)
+                last = now
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tick)
+            await a.warm("u1")
+            await anyio.sleep(0.05)  # (the ticker's next tick: after a build that held the loop, 0.3 s late)
+            tg.cancel_scope.cancel()
+        assert a._near.graph_loads == 1 and max(gaps) < 0.25, max(gaps)  # (never held for the build's 0.3 s)
+    finally:
+        await a.aclose()
