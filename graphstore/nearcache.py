@@ -111,6 +111,7 @@ class NearCache:
         self._uses: dict[str, int] = {}
         self._sizes: OrderedDict[tuple[str, str], int] = OrderedDict()  # (user, label) -> estimated bytes
         self._seen: OrderedDict[str, Revision] = OrderedDict()  # user -> revision at its last search
+        self._walked: OrderedDict[str, Revision] = OrderedDict()  # user -> revision at its last walk
         self._since_aging = 0
         self.loads = 0  # vector sets loaded (for tests and profiles)
         self.graph_loads = 0  # graphs loaded
@@ -164,6 +165,20 @@ class NearCache:
             self._seen.move_to_end(user)
             while len(self._seen) > _SIZES_KEPT:
                 self._seen.popitem(last=False)
+            return steady
+
+    def walk_steady(self, user: str, key: Revision) -> bool:
+        """Whether ``user``'s last walk found it at revision ``key`` too; remembers ``key``.
+
+        A graph is loaded only then: a write of this process drops it (it is not updated in place), so
+        an agent that writes between every two recalls would otherwise start a reload (seconds for a big
+        user) at every recall, each one useless by the next write."""
+        with self._lock:
+            steady = self._walked.get(user) == key
+            self._walked[user] = key
+            self._walked.move_to_end(user)
+            while len(self._walked) > _SIZES_KEPT:
+                self._walked.popitem(last=False)
             return steady
 
     def admit(self, user: str, nbytes: int) -> bool:

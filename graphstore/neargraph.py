@@ -13,8 +13,9 @@ user of ~400k edges: ~25 MB with its id strings), against ~110 bytes a row as Py
 Coherence is the near cache's (:mod:`graphstore.nearcache`): a graph is read after the user's revision
 and answers only while the user is still at it.  Unlike the vectors, a write of this process does not
 update it in place (the degrees of the entities a write touches are counted on the server): the graph is
-dropped and read again once the user is steady.  A user written between every two recalls therefore
-stays on the server's walk, as before.
+dropped, and read again (beside the recalls) once two walks in a row find the user at one revision.  A
+user written between every two recalls therefore stays on the server's walk, as before, and costs no
+reload.
 
 This module does no I/O: :mod:`graphstore.neo4j` reads the rows and hands them to :meth:`NearGraph.from_rows`.
 """

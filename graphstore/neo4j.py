@@ -1836,7 +1836,8 @@ class _Neo4jCore:
     def _plan_near_graph(self, user_id: str, asks: Sequence[NeighbourhoodAsk]) -> _Plan[NearGraph | None]:
         """The user's walk edges in this process when they can answer ``asks`` at the user's current revision
         (:mod:`graphstore.neargraph`); ``None``: read on the server.  A user whose vectors are cached at that
-        revision and whose graph is not has it loaded beside the recalls."""
+        revision and whose graph is not, found at that revision by its previous walk too (no write between
+        the two), has it loaded beside the recalls."""
         near = self._near
         if not (self._near_graph and near.enabled and near.entry_key(user_id) is not None):
             return None
@@ -1847,7 +1848,7 @@ class _Neo4jCore:
         if key is None:
             return None
         graph = near.graph(user_id, key)
-        if graph is None and near.has_entry(user_id, key):
+        if graph is None and near.walk_steady(user_id, key) and near.has_entry(user_id, key):
             self._start_load((user_id, "Graph"), self._plan_graph_load(user_id, key))
         return graph
 
