@@ -29,7 +29,7 @@ from .records import EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED, Neighbor, Neighbour
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["NearGraph", "WALK_TYPES", "row_order"]
+__all__ = ["NearGraph", "WALK_TYPES", "holds", "row_order"]
 
 WALK_TYPES: tuple[str, ...] = (EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED)
 """The edge types a near graph holds: those the recall's walks read (a read of any other goes to the server)."""
@@ -37,6 +37,11 @@ WALK_TYPES: tuple[str, ...] = (EDGE_MENTIONS, EDGE_NEXT, EDGE_RELATED)
 _NOT_ENTITY = -2  # a node's degree when it is not an entity (a memory: degree 1 in its rows, never a hub)
 _NO_DEGREE = -1  # an entity without a degree (no hub cut-off lets it pass, as ``null <= $cap`` does not)
 _ROW_OVERHEAD = 120  # bytes of Python objects per node (its id string, its slot in the position dict)
+
+
+def holds(edge_types: Sequence[str]) -> bool:
+    """Whether a near graph can answer a walk over ``edge_types``: each is one of :data:`WALK_TYPES`."""
+    return all(t in WALK_TYPES for t in edge_types)
 
 
 def row_order(row: Neighbor) -> tuple[str, str, str, float]:
@@ -139,14 +144,10 @@ class NearGraph:
         """What the graph holds in memory (its arrays and, roughly, its nodes' Python objects)."""
         return self._out.nbytes + self._in.nbytes + len(self._ids) * (_ROW_OVERHEAD + 16)
 
-    def holds(self, edge_types: Sequence[str]) -> bool:
-        """Whether every type of ``edge_types`` is one this graph holds (or none is a walk type at all)."""
-        return all(t in WALK_TYPES for t in edge_types)
-
     def neighbourhood(self, ask: NeighbourhoodAsk) -> dict[str, list[Neighbor]]:
         """Every node a walk of at most ``ask.reach`` steps can expand from the sources, with its rows:
         the server's neighbourhood read (``graphstore.neo4j._neighbourhood``), level by level: the
-        edges of the asked types both ways (out rows first), no step into an entity above the degree
+        edges of the asked types both ways (a self-loop in both), no step into an entity above the degree
         cap nor out of one, continuing only from entities of ``ask.labels`` (None: any); each node's rows
         in :func:`row_order`."""
         allowed = {k for k, t in enumerate(WALK_TYPES) if t in set(ask.edge_types)}
@@ -174,7 +175,7 @@ class NearGraph:
 
     def _rows(self, i: int, allowed: set[int], cap: int, labels: set[str] | None,
               onward: list[int] | None) -> list[Neighbor]:
-        """Node ``i``'s rows (out, then in) and, into ``onward``, the nodes a walk continues to from it."""
+        """Node ``i``'s rows (in :func:`row_order`) and, into ``onward``, the nodes a walk continues to from it."""
         degree, label, ids, preds = self._degree, self._label, self._ids, self._predicates
         d = degree[i]
         if cap >= 0 and d != _NOT_ENTITY and not 0 <= d <= cap:

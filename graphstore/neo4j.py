@@ -162,7 +162,7 @@ from ripple.errors import RippleError, SchemaError, StoreError, StoreUnavailable
 from . import retries
 from .cypher_policy import CypherPlan, plan_of
 from .cypher_policy import check as check_plan
-from .neargraph import WALK_TYPES, NearGraph, row_order
+from .neargraph import WALK_TYPES, NearGraph, holds, row_order
 from .nearcache import (
     DEFAULT_BUDGET_MB, NEAR_LOAD_BESIDE_ROWS, NearCache, Part, Revision, estimate_bytes, index_bytes, nearest_from,
 )
@@ -341,8 +341,8 @@ def _bump(users: Sequence[str]) -> _Body[dict[str, Revision]]:
 @dataclass(slots=True)
 class _SeenRevision:
     """The revision of ``user`` a user-state read (a recall's first read) found, kept in the caller's
-    context for the user's next near-cache search: that search then needs no revision read of its own.
-    Used once (a mutable box: the copy of the context a sync recall's dense search runs in shares it),
+    context for the user's next near-cache search and walk: they then need no revision read of their own.
+    Used once by each (a mutable box: the copy of the context a sync recall's dense search runs in shares it),
     only by the store that read it, within :data:`_SEEN_FOR_S`, and only when the cached entry is at
     exactly this revision (this process's own writes since moved the entry on: then the search reads)."""
 
@@ -1841,7 +1841,7 @@ class _Neo4jCore:
         near = self._near
         if not (self._near_graph and near.enabled and near.entry_key(user_id) is not None):
             return None
-        if not all(a.reach >= 0 and set(a.edge_types) <= set(WALK_TYPES) for a in asks):
+        if not all(holds(a.edge_types) for a in asks):
             return None
         seen = self._seen_revision(user_id, "walk")
         key = seen[1] if seen else (yield from self._plan_revision(user_id))
@@ -1865,8 +1865,8 @@ class _Neo4jCore:
     def _load_failed(self, exc: BaseException) -> None:
         """A load beside failed: the user's searches stay on the server (a closed store's is expected)."""
         (_log.debug if self._closed else _log.warning)(
-            "Neo4j at %s: loading a user's vectors into the near cache failed (its searches stay on the"
-            " server): %s", self.uri, _flat(exc))
+            "Neo4j at %s: loading a user's vectors or walk edges into the near cache failed (its searches and"
+            " walks stay on the server): %s", self.uri, _flat(exc))
 
     def _seen_revision(self, user_id: str, use: str = "search") -> tuple[bool, Revision | None] | None:
         """``(True, key)`` when this context's last user-state read of ``user_id`` (:class:`_SeenRevision`)
@@ -2135,7 +2135,7 @@ class _Neo4jCore:
         source no neighbours."""
         graph = yield from self._plan_near_graph(user_id, asks)
         if graph is not None:
-            return [graph.neighbourhood(ask) if ask.sources else {} for ask in asks]
+            return [graph.neighbourhood(ask) for ask in asks]
         out: list[dict[str, list[Neighbor]]] = []
         shapes: list[tuple[str, int]] = []
         params: dict[str, Any] = {"user": user_id}
@@ -2372,7 +2372,7 @@ class Neo4jStore(_Neo4jCore):
         threading.Thread(target=run, name="ripple-near-load", daemon=True).start()
 
     def warm(self, user_id: str) -> None:
-        """Load the user's vectors into the near cache now (:class:`~graphstore.SupportsWarm`)."""
+        """Load the user's vectors and walk edges into the near cache now (:class:`~graphstore.SupportsWarm`)."""
         self._drive(self._plan_warm(user_id))
 
     # -- the protocol: one plan each --------------------------------------------------------------

@@ -426,9 +426,9 @@ class SupportsLocalWalks(Protocol):
 
 @runtime_checkable
 class SupportsWarm(Protocol):
-    """Optional: load now what the store keeps in this process for a user's recalls (its vectors), so
-    that its first recalls are as fast as the rest: a server that knows its users warms them at start,
-    a benchmark before it times.  Returns when it is loaded (or when the store decided it does not keep
+    """Optional: load now what the store keeps in this process for a user's recalls (its vectors, its walk
+    edges), so that its first recalls are as fast as the rest: a server that knows its users warms them at
+    start, a benchmark before it times.  Returns when it is loaded (or when the store decided it does not keep
     the user: over its budget).  The async twin's method is a coroutine of the same name.
 
     Without it there is nothing to warm: every recall reads what it needs.

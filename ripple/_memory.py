@@ -419,8 +419,9 @@ class Memory(_Client):
         return self._drive(ops.users())
 
     def warm(self, *, user_id: str) -> None:
-        """Load now what the store keeps in this process for the user's recalls (its vectors), so that its
-        first recall is as fast as the rest: a server calls it for its users at start.  Without it, a
+        """Load now what the store keeps in this process for the user's recalls (its vectors; a Neo4j store
+        its walk edges too), so that its first recall is as fast as the rest: a server calls it for its
+        users at start.  Without it, a
         Neo4j store loads a big user beside its first recalls (those go to the server meanwhile), the
         embedded store at its first search."""
         self._drive(ops.warm(self._ctx, user_id))

@@ -123,10 +123,9 @@ class Runtime:
         self._encode_first = encode_first
         self._search_beside = search_beside
         self._call_beside = call_beside
-        self._read_pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._cross_encoders: dict[str, Any] = {}
-        self._query_pool: ThreadPoolExecutor | None = None
+        self._pools: dict[str, ThreadPoolExecutor] = {}  # thread name prefix -> its pool, made on first use
         self._batcher: BatchEncoder | None = None  # concurrent queries share encoder calls (ripple._batching)
         self._multilingual_batcher: BatchEncoder | None = None  # ... and so do their multilingual vectors
         self._parses: OrderedDict[str, Any] = OrderedDict()  # text -> extraction: see frames()
@@ -407,7 +406,7 @@ class Runtime:
             # A server store (Neo4j) reads over a socket with the GIL released: the encoder
             # runs in a worker thread meanwhile, and the plan collects it (CollectQueryVectors).
             # (in a copy of this context: a store's retries are recorded for the caller's trace)
-            pending = self._pool().submit(contextvars.copy_context().run, self.query_vectors, query, user_id,
+            pending = self._pool("ripple-query", 1).submit(contextvars.copy_context().run, self.query_vectors, query, user_id,
                                           dense_search(k, config))
         keys: list[str] = []
         if config.seed.query_entities > 0:
@@ -468,13 +467,9 @@ class Runtime:
         call = self._call_beside
         if call is None:
             return None
-        if self._read_pool is None:
-            with self._lock:
-                if self._read_pool is None:
-                    # (its own threads: a read waiting behind another recall's query encoding would be late)
-                    self._read_pool = ThreadPoolExecutor(2, thread_name_prefix="ripple-read")
-        # (in a copy of this context: a store's retries are recorded for the caller's trace)
-        return self._read_pool.submit(contextvars.copy_context().run, call, request)
+        # (its own threads: a read waiting behind another recall's query encoding would be late; in a copy of
+        # this context: a store's retries are recorded for the caller's trace)
+        return self._pool("ripple-read", 2).submit(contextvars.copy_context().run, call, request)
 
     @staticmethod
     def collect_ahead(pending: "Future[Any] | None") -> Any:
@@ -490,20 +485,22 @@ class Runtime:
                     self._batcher = BatchEncoder(_query_side(emb))
         return self._batcher
 
-    def _pool(self) -> ThreadPoolExecutor:
-        if self._query_pool is None:
+    def _pool(self, name: str, workers: int) -> ThreadPoolExecutor:
+        """The pool of threads named ``name``, made on first use."""
+        pool = self._pools.get(name)
+        if pool is None:
             with self._lock:
-                if self._query_pool is None:
-                    self._query_pool = ThreadPoolExecutor(1, thread_name_prefix="ripple-query")
-        return self._query_pool
+                pool = self._pools.get(name)
+                if pool is None:
+                    pool = self._pools[name] = ThreadPoolExecutor(workers, thread_name_prefix=name)
+        return pool
 
     def close(self) -> None:
         """Stop the query and read workers (models stay cached for the process)."""
-        pools = (self._query_pool, self._read_pool)
-        self._query_pool = self._read_pool = None
+        with self._lock:
+            pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
-            if pool is not None:
-                pool.shutdown(wait=True)
+            pool.shutdown(wait=True)
 
 
 def _query_side(model: "Embedder") -> "Callable[[Sequence[str]], tuple[np.ndarray, list[np.ndarray]]]":

@@ -314,7 +314,7 @@ def test_the_store_decides_where_the_query_is_encoded(tmp_path: Path, extractor,
     finally:
         mem.close()
         store.close()
-    assert mem._runtime._query_pool is None
+    assert mem._runtime._pools == {}  # (the query worker was stopped)
 
 
 def test_warm_loads_a_users_vectors_and_changes_no_recall(mem: Memory, embedder, extractor) -> None:
