@@ -153,12 +153,14 @@ def lifecycle_plan(
     d = Decisions()
     order = sorted(idxs, key=lambda i: (prepared[i].at, i))
     terms = {i: lexical_tokens(prepared[i].item.text) for i in idxs}
-    stored: dict[str, StoredMemory] = {}  # stored memories fetched (with vectors) so far
+    # stored memories fetched so far, without their vectors: the decisions read text, terms and the
+    # lifecycle fields; only a memory that is rewritten needs its vectors (see _with_vectors)
+    stored: dict[str, StoredMemory] = {}
 
     def fetch(ids: Sequence[str]) -> Op[None]:
         want = [m for m in dict.fromkeys(ids) if m not in stored and m not in d.rewrites]
         if want:
-            for rec in (yield GetMemories(want, with_vectors=True)):
+            for rec in (yield GetMemories(want)):
                 stored[rec.id] = rec
 
     def current(mid: str) -> StoredMemory:
@@ -298,7 +300,28 @@ def lifecycle_plan(
     if cfg.supersede:
         yield from _statement_plan(user, order, prepared, mem_ids, resolved, cfg, d, near, fact_keys, mentions,
                                    terms, fetch, current, stored)
+    yield from _with_vectors(d, stored)
     return d
+
+
+def _with_vectors(d: Decisions, stored: dict[str, StoredMemory]) -> Op[None]:
+    """Give the rewritten stored memories their vectors back (a rewrite writes the whole record).
+
+    Why not read them with the records: a batch's decisions read hundreds of stored candidates and
+    rewrite a few (at 4,000 synthetic memories into Neo4j, the vectors of every candidate were ~10 %
+    of the server's CPU and a few MB a batch through the driver); the vectors of a memory never change
+    while it exists, so reading them after the decisions gives the same record."""
+    bare = [m for m in d.rewrites if m in stored]
+    if not bare:
+        return
+    full = {rec.id: rec for rec in (yield GetMemories(bare, with_vectors=True))}
+    for mid in bare:
+        got = full.get(mid)
+        if got is None:  # deleted meanwhile (by another client): nothing to rewrite
+            del d.rewrites[mid]
+        else:
+            d.rewrites[mid] = replace(d.rewrites[mid], embedding=got.embedding, token_vectors=got.token_vectors,
+                                      multilingual=got.multilingual)
 
 
 @dataclass(frozen=True, slots=True)

@@ -190,6 +190,49 @@ def test_a_repeated_statement_reinforces_instead_of_duplicating(mem: Memory) -> 
     assert len(mem.get_all(user_id="u1")) == 4
 
 
+def test_a_rewritten_memory_keeps_its_vectors_and_only_it_is_read_with_them(mem: Memory) -> None:
+    """The decisions read stored memories without their vectors; a memory the batch rewrites (superseded,
+    reinforced) gets them back before the write, so the rewrite keeps what its text was encoded to."""
+    old = say(mem, "Our budget for the office move is 50,000 CNY.", 0)
+    same = say(mem, "I live in Berlin with my partner Sam.", 0.5)
+    order = say(mem, "Order 12 shipped on Monday.", 0.7)
+    say(mem, "I booked the movers for the second week of July.", 1)
+    store = mem.store
+    before = {r.id: r for r in store.get_memories([old.id, same.id], with_vectors=True)}
+    asked: list[tuple[list[str], bool]] = []
+    real = store.get_memories
+
+    def spy(ids: Any, *, with_vectors: bool = False) -> Any:
+        asked.append((list(ids), with_vectors))
+        return real(ids, with_vectors=with_vectors)
+
+    def said(text: str, day: float) -> tuple[Any, list[tuple[list[str], bool]]]:
+        asked.clear()
+        store.get_memories = spy  # type: ignore[method-assign]
+        try:
+            return say(mem, text, day, session="s2"), list(asked)
+        finally:
+            del store.get_memories
+
+    # a near-duplicate candidate that is not a repeat (another number): read, not rewritten, no vectors
+    other, reads = said("Order 21 shipped on Monday.", 1.5)
+    assert other.id != order.id and any(order.id in ids for ids, _ in reads)
+    assert not [ids for ids, vectors in reads if vectors]
+    new, reads = said("The budget is now 60k.", 2)
+    assert mem.get(old.id).status == "superseded"
+    assert [ids for ids, vectors in reads if vectors] == [[old.id]]  # the rewritten memory alone
+    again, reads = said("I live in Berlin with my partner Sam.", 3)
+    assert again.id == same.id and again.mentions == 2
+    assert [ids for ids, vectors in reads if vectors] == [[same.id]]
+    after = {r.id: r for r in store.get_memories([old.id, same.id], with_vectors=True)}
+    for mid in (old.id, same.id):
+        assert after[mid].embedding is not None and after[mid].token_vectors is not None
+        assert (after[mid].embedding, after[mid].token_vectors) == (before[mid].embedding, before[mid].token_vectors)
+    assert old.id in [h.memory.id for h in mem.recall("What is the budget?", user_id="u1", k=5,
+                                                      include_history=True).hits]
+    assert new.id in [h.memory.id for h in mem.recall("What is the budget?", user_id="u1", k=5).hits]
+
+
 def test_a_hedged_statement_is_kept_at_low_confidence_and_repetition_raises_it(mem: Memory) -> None:
     hedged = say(mem, "I know a bit of Rust.", 0)
     sure = say(mem, "I work at Northwind Traders.", 0.1)
