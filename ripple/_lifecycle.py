@@ -317,9 +317,9 @@ def _with_vectors(d: Decisions, stored: dict[str, StoredMemory]) -> Op[None]:
     full = {rec.id: rec for rec in (yield GetMemories(bare, with_vectors=True))}
     for mid in bare:
         got = full.get(mid)
-        if got is None:  # deleted meanwhile (by another client): nothing to rewrite
-            del d.rewrites[mid]
-        else:
+        # (one deleted by another client since the decisions read it is written back as the decisions
+        # left it, as before, only without the vectors it no longer has: a batch's duplicates may name it)
+        if got is not None:
             d.rewrites[mid] = replace(d.rewrites[mid], embedding=got.embedding, token_vectors=got.token_vectors,
                                       multilingual=got.multilingual)
 

@@ -233,6 +233,27 @@ def test_a_rewritten_memory_keeps_its_vectors_and_only_it_is_read_with_them(mem:
     assert new.id in [h.memory.id for h in mem.recall("What is the budget?", user_id="u1", k=5).hits]
 
 
+def test_a_repeat_of_a_memory_deleted_while_its_batch_decides_does_not_fail(mem: Memory) -> None:
+    """Another client deletes the memory a new one repeats between the decisions and the read of its
+    vectors: the add still answers (the memory is written back as the decisions left it, as before)."""
+    first = say(mem, "I live in Berlin with my partner Sam.", 0)
+    store = mem.store
+    real = store.get_memories
+
+    def deleting(ids: Any, *, with_vectors: bool = False) -> Any:
+        if with_vectors:
+            store.delete_memories(list(ids))
+        return real(ids, with_vectors=with_vectors)
+
+    store.get_memories = deleting  # type: ignore[method-assign]
+    try:
+        again = say(mem, "I live in Berlin with my partner Sam.", 1, session="s2")
+    finally:
+        del store.get_memories
+    assert again.id == first.id and again.mentions == 2
+    assert mem.get(first.id).mentions == 2
+
+
 def test_a_hedged_statement_is_kept_at_low_confidence_and_repetition_raises_it(mem: Memory) -> None:
     hedged = say(mem, "I know a bit of Rust.", 0)
     sure = say(mem, "I work at Northwind Traders.", 0.1)
