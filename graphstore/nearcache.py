@@ -41,7 +41,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Iterable, Literal, Sequence, TypeVar
 
 from .vectors import HALF_PRECISION_MIN_ROWS, VectorIndex
 
@@ -73,6 +73,20 @@ Part = Literal["Memory", "Entity"]
 _ROW_OVERHEAD = 160  # bytes of Python objects per cached row beside its vector (id string, dict and list slots)
 _AGE_EVERY = 4096
 _SIZES_KEPT = 65_536  # users whose size is remembered (so that a user who is not admitted is counted once)  # searches between two halvings of the use counts (so that old popularity fades)
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _remember(table: "OrderedDict[_K, _V]", key: _K, value: _V) -> _V | None:
+    """Set ``table[key]`` as its newest entry, keeping the newest :data:`_SIZES_KEPT`; the value it had."""
+    before = table.get(key)
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > _SIZES_KEPT:
+        table.popitem(last=False)
+    return before
 
 
 @dataclass(slots=True)
@@ -147,10 +161,7 @@ class NearCache:
 
     def note_size(self, user: str, label: Part, nbytes: int) -> None:
         with self._lock:
-            self._sizes[(user, label)] = nbytes
-            self._sizes.move_to_end((user, label))
-            while len(self._sizes) > _SIZES_KEPT:
-                self._sizes.popitem(last=False)
+            _remember(self._sizes, (user, label), nbytes)
 
     def steady(self, user: str, key: Revision) -> bool:
         """Whether ``user`` is at the revision its last search saw (or its entry is); remembers ``key``.
@@ -160,12 +171,7 @@ class NearCache:
         load costing as much as many searches on the server."""
         with self._lock:
             entry = self._entries.get(user)
-            steady = self._seen.get(user) == key or (entry is not None and entry.key == key)
-            self._seen[user] = key
-            self._seen.move_to_end(user)
-            while len(self._seen) > _SIZES_KEPT:
-                self._seen.popitem(last=False)
-            return steady
+            return _remember(self._seen, user, key) == key or (entry is not None and entry.key == key)
 
     def walk_steady(self, user: str, key: Revision) -> bool:
         """Whether ``user``'s last walk found it at revision ``key`` too; remembers ``key``.
@@ -174,12 +180,7 @@ class NearCache:
         an agent that writes between every two recalls would otherwise start a reload (seconds for a big
         user) at every recall, each one useless by the next write."""
         with self._lock:
-            steady = self._walked.get(user) == key
-            self._walked[user] = key
-            self._walked.move_to_end(user)
-            while len(self._walked) > _SIZES_KEPT:
-                self._walked.popitem(last=False)
-            return steady
+            return _remember(self._walked, user, key) == key
 
     def admit(self, user: str, nbytes: int) -> bool:
         """Make room for ``nbytes`` of ``user``'s vectors, or say no (see the module docstring).
