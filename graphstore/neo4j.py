@@ -130,8 +130,10 @@ statements are made at open (:meth:`_Neo4jCore._warm_statements`), over two
 connections, so the first recalls after a start are not the slow ones.
 The recall's first read (:meth:`Neo4jStore.get_user_state`) answers the user check, the
 multilingual route's check and the near cache's revision read in one statement: the user's next
-cached search in the same context (thread or task, within :data:`_SEEN_FOR_S`) then reads no
-revision of its own (:class:`_SeenRevision`), and sees what was committed before the recall began.
+cached search and walk in the same operation (:mod:`graphstore.scope`: the recall, whichever of its
+threads runs them) then read no revision of their own (:class:`_SeenRevision`), and see what was
+committed before the recall began.  (A search that comes before that read is answered, as the recall's
+encoder thread may start it when the model is loaded: it reads the revision itself.)
 A recall's touch (access counts) is written beside the caller (:mod:`graphstore.touches`): reads of
 access counts through the store wait for pending touches, ``close`` writes them.
 
@@ -145,7 +147,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import functools
 import logging
 import re
@@ -186,6 +187,7 @@ from .records import (
     WriteBatch,
     UserState,
 )
+from .scope import current_scope
 from .touches import AsyncTouchWriter, TouchWriter
 from .vectors import VectorIndex
 
@@ -200,10 +202,6 @@ _EXACT_SCAN_BELOW = 2_000  # users with fewer memories (or entities) are searche
 _MAX_CANDIDATES = 20_000  # beyond this many index candidates, scan the user's vectors exactly
 # connections opened at start: a recall reads on two at once (its dense search runs beside its reads)
 _WARM_CONNECTIONS = 2
-# How long the revision a user-state read saw stands for the user's next search in the same context
-# (see _SeenRevision): a recall reaches its dense search milliseconds after its first read; a check
-# older than this was left by something else (a BM25-only recall) and is not trusted.
-_SEEN_FOR_S = 1.0
 
 T = TypeVar("T")
 _log = logging.getLogger(__name__)
@@ -340,20 +338,17 @@ def _bump(users: Sequence[str]) -> _Body[dict[str, Revision]]:
 
 @dataclass(slots=True)
 class _SeenRevision:
-    """The revision of ``user`` a user-state read (a recall's first read) found, kept in the caller's
-    context for the user's next near-cache search and walk: they then need no revision read of their own.
-    Used once by each (a mutable box: the copy of the context a sync recall's dense search runs in shares it),
-    only by the store that read it, within :data:`_SEEN_FOR_S`, and only when the cached entry is at
-    exactly this revision (this process's own writes since moved the entry on: then the search reads)."""
+    """The revision of a user a user-state read (a recall's first read) found, kept in the operation's
+    scope (:mod:`graphstore.scope`, under ``(_SEEN, store, user)``: shared by the threads the recall runs
+    its searches in) for the user's next near-cache search and walk: they then need no revision read of
+    their own.  Used once by each, and only when the cached entry is at exactly this revision (this
+    process's own writes since moved the entry on: then the search reads)."""
 
-    store: object
-    user: str
     key: Revision | None
-    at: float
     used: set[str] = field(default_factory=set)  # what stood on it: "search" (the dense search), "walk"
 
 
-_SEEN: contextvars.ContextVar[_SeenRevision | None] = contextvars.ContextVar("ripple_neo4j_seen", default=None)
+_SEEN = "neo4j-seen-revision"  # (the scope key's first part)
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -1869,13 +1864,14 @@ class _Neo4jCore:
             " walks stay on the server): %s", self.uri, _flat(exc))
 
     def _seen_revision(self, user_id: str, use: str = "search") -> tuple[bool, Revision | None] | None:
-        """``(True, key)`` when this context's last user-state read of ``user_id`` (:class:`_SeenRevision`)
+        """``(True, key)`` when this operation's user-state read of ``user_id`` (:class:`_SeenRevision`)
         may stand for the revision read of this ``use`` (a search, the walk); ``None`` otherwise (it reads it)."""
-        seen = _SEEN.get()
-        if seen is None or use in seen.used or seen.store is not self or seen.user != user_id:
+        scope = current_scope()
+        seen = None if scope is None else scope.get((_SEEN, self, user_id))
+        if seen is None or use in seen.used:
             return None
         seen.used.add(use)
-        if time.monotonic() - seen.at > _SEEN_FOR_S or seen.key is None or not self._near.has_entry(user_id, seen.key):
+        if seen.key is None or not self._near.has_entry(user_id, seen.key):
             return None
         return True, seen.key
 
@@ -1965,9 +1961,10 @@ class _Neo4jCore:
 
     def _plan_user_state(self, user_id: str) -> _Plan[UserState]:
         row = (yield _reading(_USER_STATE(user=user_id)))[0]
-        if self._near.enabled:  # (the revision for the near cache's next search of the user: _SeenRevision)
+        scope = current_scope()
+        if self._near.enabled and scope is not None:  # (for the near cache's next search of the user: _SeenRevision)
             key = (str(row["epoch"]), int(row["rev"])) if row["found"] else None
-            _SEEN.set(_SeenRevision(self, user_id, key, time.monotonic()))
+            scope[(_SEEN, self, user_id)] = _SeenRevision(key)
         return UserState(bool(row["memories"]), bool(row["multilingual"]))
 
     def _plan_nearest_batch(

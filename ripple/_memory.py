@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence, TypeVar, cast
 
 from graphstore import AsyncGraphStore, GraphStore, InProcessStore, as_async, open_store, retries
+from graphstore.scope import operation_scope
 
 from . import _operations as ops
 from . import _validate as check
@@ -372,7 +373,7 @@ class Memory(_Client):
         ``min_relevance`` drops hits below it, so an unrelated question can
         return nothing.
         """
-        with one_blas_thread(), retries.recording() as retried:
+        with one_blas_thread(), retries.recording() as retried, operation_scope():
             result = self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history,
                                             min_relevance))
         return ops.with_store_retries(result, retried)
@@ -608,7 +609,7 @@ class AsyncMemory(_Client):
                      config: RecallConfig | None = None, touch: bool = True,
                      include_history: bool = False, min_relevance: float | None = None) -> RecallResult:
         """The ``k`` memories most related to ``query`` (see :meth:`Memory.recall`)."""
-        with one_blas_thread(), retries.recording() as retried:
+        with one_blas_thread(), retries.recording() as retried, operation_scope():
             result = await self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history,
                                                   min_relevance))
         return ops.with_store_retries(result, retried)

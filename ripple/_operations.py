@@ -40,7 +40,7 @@ from graphstore.requests import (
 from . import _validate as check
 from ._lifecycle import LifecycleConfig
 from ._notes import open_conflict_ids, ripple_notes, with_ripple_notes
-from ._requests import Op, Prepare, PrepareQuery
+from ._requests import EncodesBeside, Op, Prepare, PrepareQuery
 from ._shape import recall_result, to_datetime, to_model
 from .errors import InvalidInput, MemoryNotFound, StoreError
 from .limits import Limits, exceeded
@@ -364,16 +364,20 @@ def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: 
     floor = check.relevance_floor(min_relevance)
     t0 = time.perf_counter()
     check.user(user_id, ctx.limits)
-    # one read answers the user check and the multilingual route's (see graphstore.records.UserState)
-    state = yield GetUserState(user_id)
-    if not state.memories:  # before any model is loaded for the query
-        return RecallResult(query=query, user_id=user_id, mode=mode, hits=(), trace=RecallTrace(),
-                            user_known=False)
     cfg = config or (ctx.config if mode == "ripple" else RECIPES[mode])
     if include_history:
         statuses = tuple(dict.fromkeys((*cfg.merge.include_statuses, ACTIVE, SUPERSEDED)))
         cfg = cfg.model_copy(update={"merge": cfg.merge.model_copy(update={"include_statuses": statuses})})
-    q = yield PrepareQuery(query, user_id, k, mode, cfg)
+    # the query's encoding starts first where it runs beside the plan with its model loaded: the first read
+    # then waits on the store while the model works (an unknown user's recall still loads no model)
+    q = (yield PrepareQuery(query, user_id, k, mode, cfg)) if (yield EncodesBeside(cfg)) else None
+    # one read answers the user check and the multilingual route's (see graphstore.records.UserState)
+    state = yield GetUserState(user_id)
+    if not state.memories:
+        return RecallResult(query=query, user_id=user_id, mode=mode, hits=(), trace=RecallTrace(),
+                            user_known=False)
+    if q is None:
+        q = yield PrepareQuery(query, user_id, k, mode, cfg)
     q.user_multilingual = state.multilingual
     plan = yield from recall_plan(q, cfg)
     if floor:

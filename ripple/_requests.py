@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .recall.query import QueryInput, QueryVectors
     from ._supersede import JudgeCase
 
-__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "CollectQueryVectors", "ReadAhead", "CollectAhead", "EncodeQuery",
+__all__ = ["LocalRequest", "Prepare", "PrepareQuery", "EncodesBeside", "CollectQueryVectors", "ReadAhead", "CollectAhead", "EncodeQuery",
            "EncodeMultilingualQuery", "Embed", "ClauseVectors",
            "VectorDim", "CrossEncode",
            "Frames", "Speakers", "Judge", "Request", "Op"]
@@ -66,6 +66,19 @@ class PrepareQuery(LocalRequest["QueryInput"]):
 
     def run(self, runtime: "Runtime") -> "QueryInput":
         return runtime.query_input(self.query, self.user_id, self.k, self.mode, self.config)
+
+
+@dataclass(frozen=True, slots=True)
+class EncodesBeside(LocalRequest[bool]):
+    """Whether :class:`PrepareQuery` would start the query's vectors in a worker thread with the models it
+    needs already loaded (a server store, after the process's first query): a recall then prepares its
+    query before its first read, so that the read runs while the query is encoded, and an unknown user's
+    recall still loads no model."""
+
+    config: "RecallConfig"
+
+    def run(self, runtime: "Runtime") -> bool:
+        return runtime.encodes_beside(self.config)
 
 
 @dataclass(frozen=True, slots=True)

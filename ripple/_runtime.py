@@ -436,6 +436,12 @@ class Runtime:
                 terms[word] = got[0] if got else ""
         return tuple(terms[w] for w in words)
 
+    def encodes_beside(self, config: RecallConfig) -> bool:
+        """True when a query's vectors are computed in a worker thread (a server store) and the models the
+        query's preparation uses under ``config`` are loaded (see :class:`ripple._requests.EncodesBeside`)."""
+        return (needs_vectors(config) and not self._encode_first and self._embedder is not None
+                and (config.seed.query_entities <= 0 or self._extractor is not None))
+
     def query_vectors(self, query: str, user_id: str, search: DenseSearch | None) -> QueryVectors:
         """The query's vectors; with ``search`` and a store search callable from this thread, also
         the plan's dense search, run right after encoding (it then overlaps the lexical route the

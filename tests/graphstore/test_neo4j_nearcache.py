@@ -13,6 +13,7 @@ import dataclasses
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -413,9 +414,11 @@ def _counting(store: Neo4jStore) -> list[bool]:
 @pytest.mark.parametrize("user", ["u1", "用户甲"])
 def test_the_user_state_read_stands_for_the_next_searchs_revision_read(clean: Any, user: str) -> None:
     """``get_user_state`` (a recall's first read) also reads the user's revision: the user's next cached
-    search in the same context needs no read of its own, answers as a search that reads, and sees every
-    write committed before the state read (by another client too); once used, or after this store's own
-    write, a search reads the revision again."""
+    search in the same operation (graphstore.scope) needs no read of its own, answers as a search that
+    reads, and sees every write committed before the state read (by another client too); once used, after
+    this store's own write, or outside an operation's scope, a search reads the revision again."""
+    from graphstore.scope import operation_scope
+
     a, b, plain = connect(), connect(), connect(near_cache_mb=0)
     vecs = vectors(20, 3)
     q = vecs[0] + 0.1 * vecs[1]
@@ -426,31 +429,146 @@ def test_the_user_state_read_stands_for_the_next_searchs_revision_read(clean: An
         a.nearest_memories(user, q, 5)  # (loaded at its second search at one revision)
         assert a._near.users() == [user]
         runs = _counting(a)
-        state = a.get_user_state(user)
-        assert state.memories and not state.multilingual and len(runs) == 1
-        got = a.nearest_memories(user, q, 5)
-        assert len(runs) == 1 and same(got, plain.nearest_memories(user, q, 5))  # no revision read
-        a.nearest_memories(user, q, 5)
-        assert len(runs) == 2  # the state read stood for one search only
-
-        b.write(WriteBatch(memories=[memory("m_new", q, user=user)]))  # another client, before the state read
         a.get_user_state(user)
+        a.nearest_memories(user, q, 5)
+        assert len(runs) == 2  # (no scope: the search reads the revision)
         runs.clear()
-        got = a.nearest_memories(user, q, 5)
-        assert got[0] == ("m_new", pytest.approx(1.0, abs=1e-6)) and same(got, plain.nearest_memories(user, q, 5))
-        assert 1 <= len(runs)  # (the cached entry was behind the state read's revision: it reads)
+        with operation_scope():
+            state = a.get_user_state(user)
+            assert state.memories and not state.multilingual and len(runs) == 1
+            got = a.nearest_memories(user, q, 5)
+            assert len(runs) == 1 and same(got, plain.nearest_memories(user, q, 5))  # no revision read
+            a.nearest_memories(user, q, 5)
+            assert len(runs) == 2  # the state read stood for one search only
+        with operation_scope():
+            a.nearest_memories(user, q, 5)
+            assert len(runs) == 3  # (a new operation: the last one's read stands for nothing)
+
+        with operation_scope():
+            b.write(WriteBatch(memories=[memory("m_new", q, user=user)]))  # another client, before the state read
+            a.get_user_state(user)
+            runs.clear()
+            got = a.nearest_memories(user, q, 5)
+            assert got[0] == ("m_new", pytest.approx(1.0, abs=1e-6)) and same(got, plain.nearest_memories(user, q, 5))
+            assert 1 <= len(runs)  # (the cached entry was behind the state read's revision: it reads)
 
         a.nearest_memories(user, q, 5)  # (reloaded at its second search at the new revision)
         assert a._near.users() == [user]
-        a.get_user_state(user)
-        a.write(WriteBatch(memories=[memory("m_own", -q, user=user)]))  # this store, after the state read
-        runs.clear()
-        far = a.nearest_memories(user, -q, 1)
-        assert far[0][0] == "m_own" and runs == [False]  # the revision is read again (own write moved it)
+        with operation_scope():
+            a.get_user_state(user)
+            a.write(WriteBatch(memories=[memory("m_own", -q, user=user)]))  # this store, after the state read
+            runs.clear()
+            far = a.nearest_memories(user, -q, 1)
+            assert far[0][0] == "m_own" and runs == [False]  # the revision is read again (own write moved it)
         assert a.get_user_state("nobody") == a.get_user_state("无人")
     finally:
         for s in (a, b, plain):
             s.close()
+
+
+class _SlowQueries:
+    """A hash embedder whose encoding takes 0.2 s and says when it starts (the model's work a recall's first
+    read should overlap), and the event it says it with."""
+
+    def __init__(self) -> None:
+        from ripple.embedding import HashEmbedder
+
+        self.encoding = threading.Event()
+        encoding = self.encoding
+
+        class Slow(HashEmbedder):
+            def encode_with_tokens(self, texts: Any) -> Any:
+                encoding.set()
+                time.sleep(0.2)  # (long enough for the first read to come back before the dense search)
+                return super().encode_with_tokens(texts)
+
+        self.embedder = Slow(dim=DIM)
+
+
+_FOUR = ["Dana from Northwind called about the invoice.", "The invoice is due Friday.",
+         "Lagos office hires Dana's team.", "Northwind moved the deadline to June."]
+
+
+def _watched(base: type, slow: _SlowQueries) -> Any:
+    """``base`` (a Neo4j store class) counting its revision reads and, while ``watching``, noting at each user
+    check whether the query's encoding had started (waiting up to 5 s for it: the old order, which reads
+    first and encodes after, times out)."""
+
+    class Watched(base):  # type: ignore[misc, valid-type]
+        overlapped: list[bool] = []
+        watching = False
+        revision_reads = 0
+
+        def _plan_revision(self, user_id: str) -> Any:
+            Watched.revision_reads += 1
+            return (yield from super()._plan_revision(user_id))
+
+    if base is Neo4jStore:
+        def get_user_state(self: Any, user_id: str) -> Any:
+            if Watched.watching:
+                Watched.overlapped.append(slow.encoding.wait(5.0))
+            return Neo4jStore.get_user_state(self, user_id)
+    else:
+        async def get_user_state(self: Any, user_id: str) -> Any:
+            import anyio
+
+            if Watched.watching:
+                Watched.overlapped.append(await anyio.to_thread.run_sync(slow.encoding.wait, 5.0))
+            return await AsyncNeo4jStore.get_user_state(self, user_id)
+    Watched.get_user_state = get_user_state
+    return Watched
+
+
+def _want() -> list[tuple[str, float]]:
+    """The hits of the query the tests below ask, from a plain client (the old order)."""
+    from ripple import Memory
+    from ripple.embedding import HashEmbedder
+
+    with Memory(store=connect(), embedder=HashEmbedder(dim=DIM)) as plain:
+        for text in _FOUR:
+            plain.add(text, user_id="u1", session_id="s1")
+        want = plain.recall("When is the invoice due?", user_id="u1", k=3, touch=False)
+    return [(h.memory.id, h.score) for h in want.hits]
+
+
+def test_a_recall_with_its_model_loaded_reads_the_user_while_the_query_is_encoded(clean: Any) -> None:
+    """Once the query's models are loaded, a recall starts the query's encoding before its first read (the
+    user check), so that the read waits on the server while the model works; the dense search in the
+    encoder's thread and the walk still stand on that read's revision (no revision read of their own); the
+    hits are the old order's; and an unknown user's recall loads no model."""
+    from ripple import Memory
+
+    want = _want()
+    slow = _SlowQueries()
+    Watched = _watched(Neo4jStore, slow)
+    with Memory(store=Watched(URI, password=PASSWORD), embedder="hash-%d" % DIM) as fresh:
+        assert not fresh.recall("anything?", user_id="nobody").hits and fresh._runtime._embedder is None
+    store = Watched(URI, password=PASSWORD)
+    with Memory(store=store, embedder=slow.embedder) as mem:
+        store.warm("u1")
+        Watched.watching, Watched.revision_reads = True, 0
+        slow.encoding.clear()
+        got = mem.recall("When is the invoice due?", user_id="u1", k=3, touch=False)
+        assert Watched.overlapped == [True] and Watched.revision_reads == 0
+        assert [(h.memory.id, h.score) for h in got.hits] == want
+
+
+@pytest.mark.anyio
+async def test_an_async_recall_reads_the_user_while_the_query_is_encoded_too(clean: Any) -> None:
+    """The same with ``AsyncMemory`` on the async store (the dense search runs on the event loop)."""
+    from ripple import AsyncMemory
+
+    want = _want()
+    slow = _SlowQueries()
+    Watched = _watched(AsyncNeo4jStore, slow)
+    store = Watched(URI, password=PASSWORD)
+    async with AsyncMemory(store=store, embedder=slow.embedder) as mem:
+        await store.warm("u1")
+        Watched.watching, Watched.revision_reads = True, 0
+        slow.encoding.clear()
+        got = await mem.recall("When is the invoice due?", user_id="u1", k=3, touch=False)
+        assert Watched.overlapped == [True] and Watched.revision_reads == 0
+        assert [(h.memory.id, h.score) for h in got.hits] == want
 
 
 # -- the near graph (graphstore.neargraph): the walk edges of a cached user -----------------------------
