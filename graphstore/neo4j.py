@@ -132,8 +132,9 @@ The recall's first read (:meth:`Neo4jStore.get_user_state`) answers the user che
 multilingual route's check and the near cache's revision read in one statement: the user's next
 cached search and walk in the same operation (:mod:`graphstore.scope`: the recall, whichever of its
 threads runs them) then read no revision of their own (:class:`_SeenRevision`), and see what was
-committed before the recall began.  (A search that comes before that read is answered, as the recall's
-encoder thread may start it when the model is loaded: it reads the revision itself.)
+committed before the recall began.  (The recall starts its query's encoding, and with it the dense
+search, before that read when the model is loaded: a search that comes before the read's answer reads
+the revision itself.)
 A recall's touch (access counts) is written beside the caller (:mod:`graphstore.touches`): reads of
 access counts through the store wait for pending touches, ``close`` writes them.
 
