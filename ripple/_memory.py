@@ -517,7 +517,7 @@ class AsyncMemory(_Client):
             await self._store.aclose()
 
     async def _drive(self, op: Op[T]) -> T:
-        """Run an operation: store requests awaited, model work in a worker thread."""
+        """Run an operation: store requests awaited, model work in a worker thread (``instant`` questions here)."""
         store, runtime = self._store, self._runtime
         loop = _LOOP.set(_running_asyncio_loop())
         try:
@@ -525,7 +525,7 @@ class AsyncMemory(_Client):
             while True:
                 try:
                     if isinstance(req, LocalRequest):
-                        value = await _thread(req.run, runtime)
+                        value = req.run(runtime) if req.instant else await _thread(req.run, runtime)
                     else:
                         value = await req.acall(store)
                 except RippleError as exc:

@@ -12,7 +12,7 @@ for a model.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generator, Generic, Sequence, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generator, Generic, Sequence, TypeVar, Union, cast
 
 from graphstore.requests import StoreRequest
 
@@ -39,6 +39,9 @@ class LocalRequest(Generic[R]):
     """CPU work a plan asks of the driver rather than the store."""
 
     __slots__ = ()
+    #: A question about the runtime's state that neither loads a model nor waits: the async driver answers it
+    #: on the event loop, not in a worker thread (a thread hop would cost more than the answer).
+    instant: ClassVar[bool] = False
 
     def run(self, runtime: "Runtime") -> R:
         raise NotImplementedError
@@ -76,6 +79,7 @@ class EncodesBeside(LocalRequest[bool]):
     recall still loads no model."""
 
     config: "RecallConfig"
+    instant: ClassVar[bool] = True
 
     def run(self, runtime: "Runtime") -> bool:
         return runtime.encodes_beside(self.config)

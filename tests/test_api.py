@@ -243,6 +243,34 @@ def test_async_twin_gives_the_same_answers(tmp_path: Path, embedder, extractor) 
     assert len(all_texts) == len(TWO_HOP)
 
 
+def test_the_async_driver_answers_instant_questions_on_the_loop(tmp_path: Path, embedder, extractor,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Model work goes to a worker thread; a question about the runtime's state (``instant``, such as whether
+    a recall encodes beside its first read) is answered on the event loop, without a thread hop."""
+    import anyio
+
+    from ripple import _memory
+    from ripple._requests import EncodesBeside, PrepareQuery
+
+    threaded: list[type] = []
+    real = _memory._thread
+
+    async def counted(fn, *args):  # type: ignore[no-untyped-def]
+        threaded.append(type(getattr(fn, "__self__", None)))
+        return await real(fn, *args)
+
+    monkeypatch.setattr(_memory, "_thread", counted)
+
+    async def main() -> None:
+        async with AsyncMemory(path=str(tmp_path / "a"), embedder=embedder, extractor=extractor) as amem:
+            await amem.add("The printer dealer is in Utrecht.", user_id="u1")
+            threaded.clear()
+            assert (await amem.recall("printer dealer", user_id="u1", k=3, touch=False)).hits
+
+    anyio.run(main)
+    assert PrepareQuery in threaded and EncodesBeside not in threaded
+
+
 def test_maxsim_reranker_scores_every_head_hit(mem: Memory) -> None:
     from ripple import RerankConfig
 
