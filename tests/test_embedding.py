@@ -331,3 +331,24 @@ def test_a_recall_encodes_its_query_in_the_settings_query_precision(tmp_path: Pa
             hits = mem.recall("When did Caroline go to the support group?", user_id="u", k=1).hits
             assert "support group" in hits[0].memory.text
         assert seen[-1] == ("When did Caroline go to the support group?", precision == "int8")
+
+
+def test_a_servers_warm_up_builds_the_query_copy_and_the_one_text_trace(tmp_path: Path) -> None:
+    """ripple serve / ripple mcp warm up before their first request: the int8 query copy (~1 s to build)
+    and the one-text trace are built then, not in a client's first recall or add."""
+    import anyio
+
+    from ripple import AsyncMemory, RippleSettings
+    from ripple.embedding import _cached_embedder
+    from ripple.server.warm import warm_up
+
+    _cached_embedder.cache_clear()  # a process whose model was never used
+
+    async def main() -> tuple[object, object]:
+        async with AsyncMemory(settings=RippleSettings(home=tmp_path)) as mem:
+            await warm_up(mem)
+            emb = mem.embedder
+            return emb._query_traced, emb._traced
+
+    query_copy, one_text = anyio.run(main)
+    assert query_copy not in (None, False) and one_text not in (None, False)

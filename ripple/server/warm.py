@@ -13,6 +13,7 @@ __all__ = ["warm_up"]
 
 # Texts that load every lazily built model: the embedder, spaCy (English) and jieba (Chinese).
 _WARM_TEXTS = ["Dana Whitfield runs procurement at Northwind Traders.", "张伟在北京的阿里巴巴工作。"]
+_WARM_QUESTION = "Who runs procurement at Northwind?"
 
 
 async def warm_up(memory: "AsyncMemory") -> None:
@@ -20,7 +21,12 @@ async def warm_up(memory: "AsyncMemory") -> None:
     await memory.stats()
 
     def load() -> None:
-        memory.embedder.encode_with_tokens(_WARM_TEXTS)
+        embedder = memory.embedder
+        embedder.encode_with_tokens(_WARM_TEXTS)
+        embedder.encode_with_tokens(_WARM_TEXTS[:1])  # one text (an add): its trace, built on first use
+        query_side = getattr(embedder, "encode_query_with_tokens", None)
+        if query_side is not None:  # a recall's query: the default model's int8 copy, built on first use (~1 s)
+            query_side([_WARM_QUESTION])
         memory.extractor.extract_many(_WARM_TEXTS)
 
     await anyio.to_thread.run_sync(load)
