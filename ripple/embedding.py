@@ -31,6 +31,8 @@ from .errors import ConfigError, ModelNotInstalled, StoreError
 if TYPE_CHECKING:
     import numpy as np
 
+_log = logging.getLogger(__name__)
+
 __all__ = [
     "Embedder",
     "QueryEncoder",
@@ -498,6 +500,11 @@ class SentenceTransformerEmbedder:
                     with torch.no_grad(), float32():  # (not in inference mode: the copy's weights are scaled)
                         # checked on a fixed text, not on the first query (a one-word query moves most)
                         self._query_traced = self._build_trace(self._model.features([_INT8_CHECK_TEXT]), int8=True)
+                    if self._query_traced is False and self._device.startswith("cpu"):
+                        # said once: queries still work, only slower than the user was told to expect
+                        _log.warning("the query's int8 copy of %s could not be built or did not match the model on "
+                                     "its check texts: queries are encoded at the model's precision "
+                                     "(RIPPLE_QUERY_PRECISION=model skips the attempt)", self.name)
         if self._query_traced is False:
             return None
         with torch.inference_mode(), float32():

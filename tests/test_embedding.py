@@ -266,8 +266,10 @@ def test_query_precision_model_encodes_a_query_as_a_memory() -> None:
     assert emb._query_traced is None
 
 
-def test_an_int8_copy_that_fails_or_disagrees_is_not_used(monkeypatch) -> None:
-    """A quantised engine torch lacks (an error) or an int8 copy whose vectors are off keeps the model."""
+def test_an_int8_copy_that_fails_or_disagrees_is_not_used(monkeypatch, caplog) -> None:
+    """A quantised engine torch lacks (an error) or an int8 copy whose vectors are off keeps the model,
+    and says so once (a recall still works, only slower than the default promises)."""
+    import logging
     from ripple import _int8
     from ripple.embedding import SentenceTransformerEmbedder
 
@@ -293,9 +295,14 @@ def test_an_int8_copy_that_fails_or_disagrees_is_not_used(monkeypatch) -> None:
     for replacement in (off, missing):
         monkeypatch.setattr(_int8, "int8_copy", replacement)
         emb = SentenceTransformerEmbedder(precision="fp32", query_precision="int8")
-        got = emb.encode_query_with_tokens([QUESTIONS[0]])
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="ripple.embedding"):
+            got = emb.encode_query_with_tokens([QUESTIONS[0]])
+            emb.encode_query_with_tokens([QUESTIONS[1]])
         assert emb._query_traced is False
         assert np.array_equal(got[0], emb.encode_with_tokens([QUESTIONS[0]])[0])
+        said = [r.getMessage() for r in caplog.records if "int8 copy" in r.getMessage()]
+        assert len(said) == 1 and "model's precision" in said[0], said
 
 
 def test_a_bad_query_precision_is_a_config_error() -> None:
