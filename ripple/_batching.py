@@ -9,9 +9,9 @@ added latency), and the queries that arrive meanwhile wait and are encoded in on
 frees, by one of them.  Each caller gets its own vectors back, or the error of the call that
 encoded it.
 
-A query encoded in a batch has the vectors of one encoded alone up to float rounding (the
-padding of a batch is masked out of attention and pooling); tests/test_batching.py checks
-it.  The last queries' vectors are kept (``recent``, 64 by default): an agent's context recalls
+A query encoded in a batch has the vectors of one encoded alone: exactly through the query's int8
+copy (the default, which encodes each query of a batch alone), up to float rounding through the model
+(the padding of a batch is masked out of attention and pooling); tests/test_batching.py checks both.  The last queries' vectors are kept (``recent``, 64 by default): an agent's context recalls
 the same question in each scope it reads (the user's memories, the session's), and a question
 asked again is not encoded again.  Thread-based on purpose: the sync API's threads and the async API's worker threads (model
 work always runs in one) meet here alike.

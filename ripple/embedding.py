@@ -480,12 +480,23 @@ class SentenceTransformerEmbedder:
         once, in batches, and keep the model's precision.  Where torch has no
         quantised engine, or the copy's vectors disagree with the model's on
         the check texts, the model answers as before.
+
+        Several queries (:class:`ripple._batching.BatchEncoder` hands over
+        those that arrived together) go through the copy one by one: a
+        query's vectors must not depend on whether another recall ran at the
+        same moment (batched through the model, they were at cosine ~.996 to
+        the copy's, and rankings could differ with the load).
         """
-        if len(texts) == 1 and self._query_int8 and self._direct and self._query_traced is not False:
+        if texts and self._query_int8 and self._direct and self._query_traced is not False:
+            outs: list[dict[str, Any]] = []
             with self._encoding(1):
-                out = self._int8_forward(list(texts))
-            if out is not None:
-                return self._with_tokens(out)
+                for text in texts:  # (one text at a time: the trace is of one unpadded text)
+                    out = self._int8_forward([text])
+                    if out is None:
+                        break
+                    outs.extend(out)
+            if len(outs) == len(texts):
+                return self._with_tokens(outs)
         return self.encode_with_tokens(texts)
 
     def _int8_forward(self, texts: list[str]) -> list[dict[str, Any]] | None:

@@ -118,6 +118,15 @@ def test_batched_vectors_are_the_vectors_of_a_query_alone(embedder: Any) -> None
         assert np.allclose(t1[0], tokens[n], atol=2e-3)
 
 
+def test_queries_encoded_together_get_the_vectors_of_a_query_alone(embedder: Any) -> None:
+    """The query side (the int8 copy by default): a query's vectors do not depend on whether other
+    recalls' queries were handed over with it (bitwise: each goes through the copy alone)."""
+    alone = [embedder.encode_query_with_tokens([q]) for q in QUERIES]
+    vecs, tokens = embedder.encode_query_with_tokens(QUERIES)
+    for n, (v1, t1) in enumerate(alone):
+        assert np.array_equal(v1[0], vecs[n]) and np.array_equal(t1[0], tokens[n]), QUERIES[n]
+
+
 def test_memory_recalls_from_many_threads_share_encoder_calls(mem: Any) -> None:
     mem.add_many([{"text": t, "user_id": "u", "session_id": "s"} for t in (
         "The Northwind deadline is March 3.", "Dana runs procurement at Northwind in Berlin.",
