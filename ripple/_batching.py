@@ -11,7 +11,8 @@ encoded it.
 
 A query encoded in a batch has the vectors of one encoded alone: exactly through the query's int8
 copy (the default, which encodes each query of a batch alone), up to float rounding through the model
-(the padding of a batch is masked out of attention and pooling); tests/test_batching.py checks both.  The last queries' vectors are kept (``recent``, 64 by default): an agent's context recalls
+(the padding of a batch is masked out of attention and pooling); tests/test_batching.py checks both.
+The last queries' vectors are kept (``recent``, 64 by default): an agent's context recalls
 the same question in each scope it reads (the user's memories, the session's), and a question
 asked again is not encoded again.  Thread-based on purpose: the sync API's threads and the async API's worker threads (model
 work always runs in one) meet here alike.

@@ -488,14 +488,9 @@ class SentenceTransformerEmbedder:
         the copy's, and rankings could differ with the load).
         """
         if texts and self._query_int8 and self._direct and self._query_traced is not False:
-            outs: list[dict[str, Any]] = []
             with self._encoding(1):
-                for text in texts:  # (one text at a time: the trace is of one unpadded text)
-                    out = self._int8_forward([text])
-                    if out is None:
-                        break
-                    outs.extend(out)
-            if len(outs) == len(texts):
+                outs = self._int8_forward(list(texts))
+            if outs is not None:
                 return self._with_tokens(outs)
         return self.encode_with_tokens(texts)
 
@@ -518,8 +513,8 @@ class SentenceTransformerEmbedder:
                                      "(RIPPLE_QUERY_PRECISION=model skips the attempt)", self.name)
         if self._query_traced is False:
             return None
-        with torch.inference_mode(), float32():
-            return _per_text(self._query_traced(self._model.features(texts)), len(texts))
+        with torch.inference_mode(), float32():  # one text at a time: the trace is of one unpadded text
+            return [_per_text(self._query_traced(self._model.features([text])), 1)[0] for text in texts]
 
     def _outputs(self, texts: list[str]) -> list[dict[str, Any]]:
         if len(texts) <= 2 and self._direct:
