@@ -66,6 +66,19 @@ def test_a_later_held_out_split_is_as_broad_has_its_own_ids_and_is_left_out_of_a
     assert selected(split, split) and not selected(split, "all") and not selected(split, older)
 
 
+def test_the_training_split_is_balanced_has_its_own_ids_and_is_not_sealed() -> None:
+    items = load_items(DATA)
+    train = [i for i in items if i.split == "train1"]
+    langs = Counter(i.lang for i in train)
+    assert langs["en"] == langs["zh"] >= 100
+    classes = {i.cls for i in items if i.split == "dev"}
+    for lang in ("en", "zh"):
+        assert {i.cls for i in train if i.lang == lang} == classes, lang
+    assert all(i.id.split("-")[1].startswith("t") for i in train)  # en-tp01, zh-tq03...: no clash with the others
+    assert all(i.split == "train1" for i in items if i.id.split("-")[1].startswith("t"))
+    assert "train1" in SPLITS and "train1" not in SEALED and selected("train1", "all")
+
+
 def _item(n: int, supersedes: tuple[tuple[int, int], ...]) -> Item:
     at = datetime(2026, 1, 1, tzinfo=timezone.utc)
     status = tuple("superseded" if k in {b for _, b in supersedes} else "active" for k in range(n))
