@@ -12,6 +12,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "embedders": ("benchmarks.embedders", "embedding models alone: dense-only recall@k and encode timings"),
     "report": ("benchmarks.report", "compute metrics from stored results; write summary.md/json and plots"),
     "supersession": ("benchmarks.supersession", "score fact supersession on the labelled set (benchmarks/data/supersession)"),
+    "pair-judge": ("benchmarks.pair_judge", "train the supersession pair judge, or score it leave-one-split-out"),
     "serve-load": ("benchmarks.server_load", "requests/s and p50/p95/p99 of ripple serve beside in-process calls"),
     "neo4j-profile": ("benchmarks.neo4j_profile", "per recall on Neo4j: store requests, Bolt round trips, db hits, plans"),
     "calibrate": ("benchmarks.calibrate", "fit calibrated relevance and measure abstention on foreign questions"),

@@ -298,9 +298,23 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--extractor", choices=("gazetteer",), default=None,
                         help="--cost --dataset synthetic: match the generator's names instead of parsing (spaCy/jieba)")
     parser.add_argument("--no-dedup", action="store_true", help="--cost: repeats not merged (as the scale runs)")
+    parser.add_argument("--pair-judge", default="off",
+                        help="the learned pair judge: off (the default write path: the rules alone), on (the shipped "
+                             "weights), or a weights file (a fold of `python -m benchmarks pair-judge loso --save-dir`)")
     parser.add_argument("--chat", action="store_true",
                         help="write the chat development sets (zh-chat-dev, LoCoMo dev) and count SUPERSEDES edges "
                              "and conflicts per conversation instead")
+
+
+def _lifecycle(args: argparse.Namespace, **fields: Any) -> Any:
+    """The write path's settings for ``--pair-judge`` (a weights file is loaded for the whole process)."""
+    from ripple import LifecycleConfig
+
+    if args.pair_judge not in ("on", "off"):
+        from ripple._pairjudge import use_weights
+
+        use_weights(str(args.pair_judge))
+    return LifecycleConfig(pair_judge=args.pair_judge != "off", **fields)
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
@@ -322,6 +336,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
              and (args.lang == "all" or it.lang == args.lang) and (not wanted or it.cls in wanted)]
     embedder, extractor = default_embedder(), default_extractor()
     extractor.extract_many(["warm up", "预热"])
+    lifecycle = _lifecycle(args)
     rows: list[dict[str, Any]] = []
     t0, c0 = time.perf_counter(), time.process_time()
     with tempfile.TemporaryDirectory(prefix="ripple-supersession-") as tmp:
@@ -329,7 +344,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             modes = ["sequential"] + (["batch"] if args.batch_all or item.cls == "out_of_order" else [])
             for mode in modes:
                 for k, order in enumerate(_orders(item, mode)):
-                    with Memory(path=f"{tmp}/{n}-{mode}-{k}", embedder=embedder, extractor=extractor) as mem:
+                    with Memory(path=f"{tmp}/{n}-{mode}-{k}", embedder=embedder, extractor=extractor,
+                                lifecycle=lifecycle) as mem:
                         out = ingest(mem, item, mode, order)
                     rows.append({"item": item.id, "lang": item.lang, "class": item.cls, "split": item.split,
                                  "mode": mode, "outcome": asdict(out), "score": score(item, out)})
@@ -341,6 +357,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     label = args.label or args.split
     args.out.mkdir(parents=True, exist_ok=True)
     header = {"type": "header", "data": str(path), "split": args.split, "lang": args.lang, "items": len(items),
+              "pair_judge": args.pair_judge,
               "ingests": len(rows), "seconds": round(elapsed, 1),
               "cpu_seconds": round(cpu, 1), "load": round(load, 1), "git": git_info(), "machine": machine_info(),
               "command": "python -m benchmarks " + shlex.join(argv), "time": datetime.now().isoformat(timespec="seconds")}
@@ -378,7 +395,7 @@ def run_cost(args: argparse.Namespace, argv: list[str]) -> int:
     shared machine the wall clock measures the other jobs too) and the load average after it."""
     import statistics
 
-    from ripple import LifecycleConfig, Memory
+    from ripple import Memory
     from ripple.embedding import default_embedder
     from extractors import default_extractor
 
@@ -407,7 +424,7 @@ def run_cost(args: argparse.Namespace, argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="ripple-supersession-cost-") as tmp:
         for r in range(args.rounds):
             for on in (True, False) if r % 2 == 0 else (False, True):
-                lifecycle = LifecycleConfig(supersede=on, dedup=not args.no_dedup)
+                lifecycle = _lifecycle(args, supersede=on, dedup=not args.no_dedup)
                 with Memory(path=f"{tmp}/{r}-{on}", embedder=embedder, extractor=extractor,
                             lifecycle=lifecycle) as mem:
                     t0, c0 = time.perf_counter(), time.process_time()
@@ -433,6 +450,7 @@ def run_cost(args: argparse.Namespace, argv: list[str]) -> int:
     cpu_rate = {on: statistics.median(x["turns_per_cpu_s"] for x in runs if x["supersede"] == on) for on in (True, False)}
     ratio, cpu_ratio = rate[True] / rate[False], cpu_rate[True] / cpu_rate[False]
     header = {"type": "header", "dataset": args.dataset, "turns": len(docs), "rounds": args.rounds,
+              "pair_judge": args.pair_judge,
               "embedder": args.embedder or "default", "extractor": args.extractor or "default",
               "dedup": not args.no_dedup, "git": git_info(), "machine": machine_info(),
               "command": "python -m benchmarks " + shlex.join(argv), "time": datetime.now().isoformat(timespec="seconds")}
@@ -493,7 +511,7 @@ def run_chat(args: argparse.Namespace, argv: list[str]) -> int:
             data = load_locomo(default_data_dir() / name)
             turns = [{"text": d.text, "user_id": d.user_id, "session_id": d.session_id, "at": d.at} for d in data.docs]
             c0 = time.process_time()
-            with Memory(path=f"{tmp}/{n}") as mem:
+            with Memory(path=f"{tmp}/{n}", lifecycle=_lifecycle(args)) as mem:
                 counts = chat_counts(mem, turns)
             cpu = time.process_time() - c0
             results[name] = [asdict(c) for c in counts]
@@ -507,7 +525,8 @@ def run_chat(args: argparse.Namespace, argv: list[str]) -> int:
                 for what, pairs in (("supersedes", c.supersedes), ("conflict", c.conflicts)):
                     for old, new in pairs:
                         print(f"  {c.conversation} {what}: {old!r}\n      -> {new!r}")
-    header = {"type": "header", "sets": list(CHAT_SETS), "git": git_info(), "machine": machine_info(),
+    header = {"type": "header", "sets": list(CHAT_SETS), "pair_judge": args.pair_judge, "git": git_info(),
+              "machine": machine_info(),
               "command": "python -m benchmarks " + shlex.join(argv), "time": datetime.now().isoformat(timespec="seconds")}
     label = args.label or "chat"
     args.out.mkdir(parents=True, exist_ok=True)

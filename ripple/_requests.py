@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ._supersede import JudgeCase
 
 __all__ = ["LocalRequest", "Prepare", "PrepareQuery", "EncodesBeside", "CollectQueryVectors", "ReadAhead", "CollectAhead", "EncodeQuery",
-           "EncodeMultilingualQuery", "Embed", "ClauseVectors",
+           "EncodeMultilingualQuery", "Embed", "ClauseVectors", "JudgePairs",
            "VectorDim", "CrossEncode",
            "Frames", "Speakers", "Judge", "Request", "Op"]
 
@@ -159,6 +159,17 @@ class ClauseVectors(LocalRequest[list["np.ndarray"]]):
 
     def run(self, runtime: "Runtime") -> list["np.ndarray"]:
         return runtime.clause_vectors(self.texts)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgePairs(LocalRequest[list[float]]):
+    """The pair judge's probability that each ``(older, newer)`` text pair is a supersession (see
+    :mod:`ripple._pairjudge`)."""
+
+    pairs: Sequence[tuple[str, str]]
+
+    def run(self, runtime: "Runtime") -> list[float]:
+        return runtime.judge_pairs(self.pairs)
 
 
 @dataclass(frozen=True, slots=True)

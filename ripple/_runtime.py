@@ -217,6 +217,15 @@ class Runtime:
         with analysing("the reranked texts"):
             return [float(s) for s in model.predict(list(pairs))] if pairs else []
 
+    def judge_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """The pair judge's probabilities for ``(older, newer)`` pairs (loaded on first use)."""
+        from ._pairjudge import load_pair_judge
+
+        if not pairs:
+            return []
+        with analysing("the statements compared"):
+            return load_pair_judge()(pairs)
+
     # -- the write path's CPU stage ---------------------------------------------------
     def prepare(self, items: Sequence[AddItem]) -> "list[Prepared]":
         """Extraction and vectors of validated items; contentless texts ("ok", "好的") are dropped."""

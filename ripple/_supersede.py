@@ -47,7 +47,7 @@ from extractors.frames import (
 )
 from extractors.text import has_cjk
 
-__all__ = ["Verdict", "JudgeCase", "FrameView", "view", "match", "can_replace", "can_be_replaced", "structural_match", "promising", "worth_parsing", "grade", "HIGH", "MEDIUM", "LOW", "DENSE_HIGH", "DENSE_MEDIUM"]
+__all__ = ["Verdict", "JudgeCase", "FrameView", "view", "match", "compare", "can_replace", "can_be_replaced", "structural_match", "promising", "worth_parsing", "grade", "HIGH", "MEDIUM", "LOW", "DENSE_HIGH", "DENSE_MEDIUM"]
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
 PERSON_FAMILY = "person"
@@ -342,24 +342,53 @@ def _replacing(f: Frame) -> bool:
 def match(old_view: FrameView, new_view: FrameView, *, multi_valued: frozenset[str] = frozenset()) -> Verdict | None:
     """:func:`structural_match` of two prepared frames (the rules' tests that read one clause alone
     come first: they decide most pairs of templated text)."""
+    got = compare(old_view, new_view, multi_valued=multi_valued)
+    return got if isinstance(got, Verdict) else None
+
+
+def compare(old_view: FrameView, new_view: FrameView, *,
+            multi_valued: frozenset[str] = frozenset()) -> Verdict | str | None:
+    """:func:`match`, and why not when the rules know the two clauses are two statements: a verdict,
+    the reason of such a refusal (a running amount is no limit, another subject, another event, the
+    thing a name says, another thing, qualifiers that differ on both sides), or None when the rules
+    only could not line the clauses up (a value they did not read, no anchor).  The learned pair
+    judge (:mod:`ripple._pairjudge`) is never asked about a refused pair: what the rules know to be
+    two statements, a model that reads phrasings must not undo."""
+    got = _compare(old_view, new_view, multi_valued)
+    return _kinds_apart(old_view, new_view) if got is None else got
+
+
+def _kinds_apart(old_view: FrameView, new_view: FrameView) -> str | None:
+    """A refusal when the names only one clause holds are of different families the tagger typed: the
+    old clause's person against the new one's place ("close friends with Drecux" / "Drecux moved to
+    Praicho Springs"), a place against an organisation (see :func:`_comparable`)."""
+    old_texts, new_texts = {s.slot.text for s in old_view.values}, {s.slot.text for s in new_view.values}
+    old_only = {s.family for s in old_view.values if s.family and s.slot.text not in new_texts}
+    new_only = {s.family for s in new_view.values if s.family and s.slot.text not in old_texts}
+    if old_only and new_only and not old_only & new_only:
+        return "a person, a place and an organisation are different things"
+    return None
+
+
+def _compare(old_view: FrameView, new_view: FrameView, multi_valued: frozenset[str]) -> Verdict | str | None:
     old, new = old_view.frame, new_view.frame
     if not new.groups & old.groups - _NOT_VALUES:
         return None  # no value of a kind the old clause has
     if not old_view.replaceable or not can_replace(new_view):
-        return None  # (an event, an addition, a possessor not said: see those two)
+        return "an event, an addition or a change by an amount"  # (or a possessor not said: see those two)
     if not new_view.changeable:
         return None  # no slot that can hold the new value: every slot is negated, weak or an identifier
     if old.running != new.running or old.limit != new.limit:
-        return None  # "spent 6,000 so far" is measured against "the budget is 15,000": it is not the budget
+        return "a running amount is not a limit"  # "spent 6,000 so far" / "the budget is 15,000"
     if old.subjects and new.subjects and not (old.subjects <= new.subjects or new.subjects <= old.subjects):
-        return None  # "my sister" is not "I"; "Tom's" is not "Lena's"
+        return "another subject"  # "my sister" is not "I"; "Tom's" is not "Lena's"
     reasons: list[str] = []
     marked, strong = new.marked, new.strong  # (the markers of the new clause's sentence)
     old_heads, new_heads = old_view.heads, new_view.heads
     both = old_heads & new_heads
     shared_attrs = {a for a in old.attributes | new.attributes if a.rsplit("_", 1)[-1] in both} if both else set()
     if shared_attrs and shared_attrs <= multi_valued:
-        return None
+        return "an attribute of many values"
     if old_heads and new_heads and not shared_attrs and not marked:
         return None
     if shared_attrs:
@@ -369,39 +398,42 @@ def match(old_view: FrameView, new_view: FrameView, *, multi_valued: frozenset[s
     new_as_words = [_as_words(s, old_view) for s in news]
     by_new = _same_by_new_slot(old_view, new_view, new_as_words)
     if by_new is None:
-        return None  # two values changed: two statements
+        return "two values changed"  # two statements
     old_as_words = [_as_words(s, new_view) for s in olds]
     same = list(zip(*by_new)) if news else [() for _ in olds]  # same[a][b], by old slot
     vo, vn, old_left, new_left = _value_change(old_view, new_view, marked, old_as_words, new_as_words, same,
                                                bool(shared_attrs))
     if vo is None or vn is None:
+        old_kinds, new_kinds = {s.family for s in olds if s.family}, {s.family for s in news if s.family}
+        if old_kinds and new_kinds and not old_kinds & new_kinds:
+            return "a person, a place and an organisation are different things"  # (see _comparable)
         return None
     if (vo.lead or vn.lead) and not new.handover:
         # another subject, another statement: "Tom just got promoted at Acme" / "Lena just got promoted at
         # Acme", "Acme is hiring again" / "Globex is hiring again", "..., Tom told me" / "..., Lena told me".
         # Only a sentence that says another took the place does replace ("Maya took over as owner")
-        return None
+        return "another subject"
     if (vo.slot.start in old.qualifying or vn.slot.start in new.qualifying) and not new.handover:
         # the name says which thing the statement is about: "planning the launch of Atlas with Tom" / "... of
         # Beacon with Tom" are two launches ("Tom is the CEO of Globex now" does replace: a holder changed)
-        return None
+        return "a name says which thing"
     if old.told and new.told and vn.slot.start not in new.governed:
         # two things that happened: "X got promoted at Acme" / "X got promoted at Globex", "photos from the trip
         # to Leeds" / "... to Porto"; the second tells another event, unless a change verb points at its value
         # ("We moved to Leeds" / "We finally moved to Manchester")
-        return None
+        return "two things that happened"
     if PERSON_FAMILY in (vo.family, vn.family) and not (new.handover or strong):
         # a person is who takes part, not a value a statement holds: "planning the launch with Tom" / "... with
         # Lena", "lunch with Tom" / "lunch with Lena" are two; "Dev is my manager now", "Maya took over",
         # "这周改成小王值班" replace
-        return None
+        return "a person takes part"
     if not strong and vn.kind != _TEMPORAL_KIND and any(
             s.kind == _TEMPORAL_KIND and s.temporal.keys() & _DAYS and any(same[a]) for a, s in enumerate(olds)):
         # two things on one day: a clause tied to one day ("on Friday", "next week", "May 2") tells of a
         # one-off event, and another name on the same day with no change named is another event (another
         # call, another trip: "Reminder to call A about dinner on Friday" / "... call B ..."), not a
         # corrected one.  A change named ("the Friday dinner moved to Zuni") is still an update.
-        return None
+        return "two things on one day"
     old_value, new_value = vo.slot.text, vn.slot.text
     reasons.append(f"value {old_value!r} -> {new_value!r}")
     # slots that did not change are read as words: an unmatched name qualifies ("Falcon", "Vantage")
@@ -414,11 +446,11 @@ def match(old_view: FrameView, new_view: FrameView, *, multi_valued: frozenset[s
                                            and not s.rate_only for w in s.words}
     denied = bool(vo.values & new.denied) and strong  # "不在杭州了，调到南京了"
     if not denied and _another_name(old, old_left, new, vn):
-        return None  # "The Lisbon office has 25 desks" / "The Porto office ..., 18 desks now"
+        return "another thing"  # "The Lisbon office has 25 desks" / "The Porto office ..., 18 desks now"
     only_old, only_new = _minus(old_set, new_set), _minus(new_set, old_set)
     left_out = _minus(only_old, new.text_words)  # (named elsewhere in the new text: not left out)
     if left_out & nominal and only_new & nominal and not denied:
-        return None  # qualifiers differ on both sides: the offsite vs new laptops
+        return "qualifiers differ"  # the offsite vs new laptops
     # an anchor: something both are about (a word, a person, an attribute, the old value named again),
     # or two short first-person clauses joined by a named change ("I live in Leeds" / "We moved to Manchester")
     people = {x for x in old.subjects & new.subjects if not x.startswith("@")}

@@ -1,0 +1,102 @@
+"""The learned pair judge (issue 16, opt-in): the shipped weights load from the repository with the
+packaged MiniLM, read a paraphrased change as a supersession and another owner's value as none, and,
+once turned on, act in the write path only on English pairs the rules compare and do not refuse,
+above their threshold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ripple import LifecycleConfig, Memory
+from ripple._pairjudge import PAIR_JUDGE_MIN, load_pair_judge, reads
+from tests.test_lifecycle import T0, Clock, clock, say  # noqa: F401  (fixtures)
+from tests.test_supersede import _EVENT_NAMES, _TYPED_NAMES, KEEP_BOTH, OTHER_FAMILIES, TWO_STATEMENTS
+
+pytestmark = pytest.mark.slow
+
+#: said the way people say a change, which the frame rules do not read (no change marker: the new
+#: supplier simply named in a later session, the attribute named another way)
+MISSED_BY_RULES = ("We get our coffee beans from Bean Brothers.", "our beans come from Hillside Roasters, delivered tuesdays")
+
+
+def test_the_shipped_judge_reads_a_change_as_one_and_another_owner_as_none() -> None:
+    judge = load_pair_judge()
+    update, apart = judge([("The Atlas go-live is May 2.", "We pushed the Atlas go-live to May 9."),
+                           ("Our budget for the offsite is 15,000 euros.", "Our budget for new laptops is 20,000 euros.")])
+    assert update >= PAIR_JUDGE_MIN and apart < 0.5
+    assert load_pair_judge() is judge  # loaded once per process
+
+
+def test_the_judge_reads_english_only() -> None:
+    assert reads("I moved to Lisbon.") and not reads("我已经搬去成都了") and not reads("budget 改到 六万")
+
+
+def test_the_weights_are_adapters_not_a_model(tmp_path: Path) -> None:
+    """Only the low-rank adapters and the head ship (the base comes from the MiniLM package): a file
+    without them is refused with a one-line error, not read as a model."""
+    from ripple._pairjudge import WEIGHTS
+    from ripple.errors import ModelNotInstalled
+    import ripple
+
+    shipped = Path(ripple.__file__).parent / "data" / WEIGHTS
+    assert shipped.stat().st_size < 3_000_000
+    with np.load(shipped) as z:
+        assert {"scale", "head.w", "head.b"} <= set(z.files) and any(k.endswith(".a") for k in z.files)
+    with pytest.raises(ModelNotInstalled, match="pair judge"):
+        load_pair_judge(str(tmp_path / "missing.npz"))
+
+
+def _write(tmp_path: Path, name: str, embedder: Any, extractor: Any, clock: Clock, cfg: LifecycleConfig,
+           texts: tuple[str, str]) -> tuple[str, str, dict[str, Any]]:
+    with Memory(path=str(tmp_path / name), embedder=embedder, extractor=extractor, clock=clock, lifecycle=cfg) as mem:
+        old, new = say(mem, texts[0], 0), say(mem, texts[1], 30, session="s2")
+        return mem.get(old.id).status, mem.get(new.id).status, mem.get(new.id).metadata.get("ripple", {})
+
+
+JUDGED = LifecycleConfig(pair_judge=True)
+
+
+def test_a_change_the_rules_miss_supersedes_through_the_judge_and_not_by_default(
+        tmp_path: Path, embedder: Any, extractor: Any, clock: Clock) -> None:
+    old, new, notes = _write(tmp_path, "on", embedder, extractor, clock, JUDGED, MISSED_BY_RULES)
+    assert (old, new) == ("superseded", "active")
+    assert notes["supersedes"][0]["why"].startswith("the pair judge: p ")
+    assert not LifecycleConfig().pair_judge
+    old, new, notes = _write(tmp_path, "off", embedder, extractor, clock, LifecycleConfig(), MISSED_BY_RULES)
+    assert (old, new) == ("active", "active") and "supersedes" not in notes
+
+
+def test_the_threshold_is_the_judges_gate(tmp_path: Path, embedder: Any, extractor: Any, clock: Clock) -> None:
+    """At a threshold no probability reaches, or with no candidate to read, the judge acts on nothing."""
+    for n, cfg in enumerate((JUDGED.model_copy(update={"pair_judge_min": 1.0}),
+                             JUDGED.model_copy(update={"pair_judge_candidates": 0}))):
+        old, _, _ = _write(tmp_path, f"never{n}", embedder, extractor, clock, cfg, MISSED_BY_RULES)
+        assert old == "active"
+
+
+@pytest.mark.parametrize("first,second", KEEP_BOTH, ids=[p[1] for p in KEEP_BOTH])
+def test_what_the_rules_know_to_be_two_statements_the_judge_does_not_undo(
+        tmp_path: Path, embedder: Any, extractor: Any, clock: Clock, first: str, second: str) -> None:
+    """Another owner or qualifier, an addition, a running amount, a change by an amount: the rules'
+    refusals (``ripple._supersede.compare``) keep these from the judge, which reads several of them as
+    changes when asked (p .99 and above for "Rent went up by 100 euros" after "Rent ... is 1,200")."""
+    old, new, notes = _write(tmp_path, "keep", embedder, extractor, clock, JUDGED, (first, second))
+    assert (old, new) == ("active", "active") and "supersedes" not in notes
+
+
+@pytest.mark.parametrize("first,second", [*OTHER_FAMILIES, *TWO_STATEMENTS[3:5]])
+def test_another_kind_of_name_or_another_event_is_refused_to_the_judge(
+        tmp_path: Path, embedder: Any, clock: Clock, first: str, second: str) -> None:
+    """The synthetic store's shapes (names typed by a gazetteer): a person, a place and an organisation,
+    and two things that happened, stay two statements with the judge on (asked, it says p 1.0)."""
+    from extractors import GazetteerExtractor
+
+    names = {**_TYPED_NAMES, **_EVENT_NAMES}
+    with Memory(path=str(tmp_path / "g"), embedder=embedder, extractor=GazetteerExtractor(names), clock=clock,
+                lifecycle=JUDGED) as mem:
+        a, b = say(mem, first, 0), say(mem, second, 1, session="s2")
+        assert mem.get(a.id).status == "active" and mem.get(b.id).status == "active"
