@@ -5,6 +5,7 @@ above their threshold."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,20 @@ def test_another_kind_of_name_or_another_event_is_refused_to_the_judge(
                 lifecycle=JUDGED) as mem:
         a, b = say(mem, first, 0), say(mem, second, 1, session="s2")
         assert mem.get(a.id).status == "active" and mem.get(b.id).status == "active"
+
+
+def test_the_async_twin_asks_the_judge_too(tmp_path: Path, embedder: Any, extractor: Any) -> None:
+    """The judge is a local request of the shared write plan: AsyncMemory runs it like Memory does."""
+    import anyio
+
+    from ripple import AsyncMemory
+
+    async def run() -> tuple[str, dict[str, Any]]:
+        async with AsyncMemory(path=str(tmp_path / "a"), embedder=embedder, extractor=extractor,
+                               lifecycle=JUDGED) as mem:
+            (a,) = await mem.add(MISSED_BY_RULES[0], user_id="u1", session_id="s1", at=T0)
+            (b,) = await mem.add(MISSED_BY_RULES[1], user_id="u1", session_id="s2", at=T0 + timedelta(days=30))
+            return (await mem.get(a.id)).status, b.metadata.get("ripple") or {}
+
+    status, notes = anyio.run(run)
+    assert status == "superseded" and notes["supersedes"][0]["why"].startswith("the pair judge")
