@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 from benchmarks.datasets import PROJECT_ROOT, default_data_dir
 from benchmarks.supersession import load_items
+from ripple._pairjudge import pooled_pairs
 
 __all__ = ["UNSEEN", "CHAT_TRAIN", "pairs", "chat_negatives", "train", "register", "run"]
 
@@ -96,25 +97,23 @@ def chat_negatives(conversations: Sequence[str] = CHAT_TRAIN, per_turn: int = 2)
     return out
 
 
-class _LoRA:
-    """A frozen linear layer plus a trainable low-rank update (built lazily: torch is imported on use)."""
+def _adapted(base: Any, rank: int, alpha: float) -> Any:
+    """A frozen linear layer plus a trainable low-rank update ``alpha / rank * B @ A`` (LoRA; torch is
+    imported on use, so the class is made here)."""
+    import torch
 
-    @staticmethod
-    def wrap(base: Any, rank: int, alpha: float) -> Any:
-        import torch
+    class LoRA(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.base = base
+            self.a = torch.nn.Parameter(torch.randn(rank, base.in_features) * 0.01)
+            self.b = torch.nn.Parameter(torch.zeros(base.out_features, rank))
+            self.scale = alpha / rank
 
-        class LoRA(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.base = base
-                self.a = torch.nn.Parameter(torch.randn(rank, base.in_features) * 0.01)
-                self.b = torch.nn.Parameter(torch.zeros(base.out_features, rank))
-                self.scale = alpha / rank
+        def forward(self, x: Any) -> Any:
+            return self.base(x) + (x @ self.a.T @ self.b.T) * self.scale
 
-            def forward(self, x: Any) -> Any:
-                return self.base(x) + (x @ self.a.T @ self.b.T) * self.scale
-
-        return LoRA()
+    return LoRA()
 
 
 def _model(base_path: str) -> Any:
@@ -128,7 +127,7 @@ def _model(base_path: str) -> Any:
         for name in _ADAPTED:
             parent_name, attr = name.rsplit(".", 1)
             parent = layer.get_submodule(parent_name)
-            setattr(parent, attr, _LoRA.wrap(getattr(parent, attr), RANK, ALPHA))
+            setattr(parent, attr, _adapted(getattr(parent, attr), RANK, ALPHA))
 
     class Judge(torch.nn.Module):
         def __init__(self) -> None:
@@ -136,10 +135,8 @@ def _model(base_path: str) -> Any:
             self.bert = bert
             self.head = torch.nn.Linear(bert.config.hidden_size, 1)
 
-        def forward(self, enc: Any) -> Any:
-            hidden = self.bert(**enc).last_hidden_state
-            mask = enc["attention_mask"].unsqueeze(-1).float()
-            return self.head((hidden * mask).sum(1) / mask.sum(1)).squeeze(-1)
+        def forward(self, tokenizer: Any, pairs: Sequence[tuple[str, str]]) -> Any:
+            return self.head(pooled_pairs(self.bert, tokenizer, pairs)).squeeze(-1)
 
     return Judge()
 
@@ -172,10 +169,9 @@ def train(rows: Sequence[dict[str, Any]], *, epochs: int = 8, lr: float = 5e-4, 
         rng.shuffle(order)
         for start in range(0, len(order), batch):
             chunk = [rows[k] for k in order[start:start + batch]]
-            enc = tok([r["old_text"] for r in chunk], [r["new_text"] for r in chunk], padding=True,
-                      truncation=True, max_length=128, return_tensors="pt")
             y = torch.tensor([float(r["label"]) for r in chunk])
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(model(enc), y, pos_weight=weight)
+            logits = model(tok, [(r["old_text"], r["new_text"]) for r in chunk])
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y, pos_weight=weight)
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -50,6 +50,7 @@ outcome) and ``<label>.md`` (the tables).
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import os
@@ -307,14 +308,19 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def _lifecycle(args: argparse.Namespace, **fields: Any) -> Any:
-    """The write path's settings for ``--pair-judge`` (a weights file is loaded for the whole process)."""
+    """The write path's settings for ``--pair-judge`` (a weights file is loaded once, for the whole process)."""
     from ripple import LifecycleConfig
 
     if args.pair_judge not in ("on", "off"):
-        from ripple._pairjudge import use_weights
-
-        use_weights(str(args.pair_judge))
+        _use_weights(str(args.pair_judge))
     return LifecycleConfig(pair_judge=args.pair_judge != "off", **fields)
+
+
+@functools.cache
+def _use_weights(path: str) -> None:
+    from ripple._pairjudge import use_weights
+
+    use_weights(path)
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:

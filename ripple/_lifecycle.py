@@ -30,7 +30,7 @@ from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
 from graphstore.records import EDGE_CONFLICTS, EDGE_MENTIONS, EDGE_RETRACTS, EDGE_SUPERSEDES, EdgeRecord, StoredMemory
 
 from ._supersede import (
-    DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, FrameView, JudgeCase, Verdict, compare, grade,
+    DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, FrameView, JudgeCase, Verdict, compare, grade, match,
     worth_parsing,
 )
 from graphstore.requests import (
@@ -476,6 +476,8 @@ def _statement_plan(
         mine_new = tuple(v for v in frames if v.replacing)
         mine_old: tuple[FrameView, ...] | None = None
         mine_asked: list[tuple[int, str, float]] = []
+        judged = cfg.pair_judge and reads(prepared[i].item.text)
+        test_pair = compare if judged else match  # (why the rules refuse matters only to the judge)
         for target, at in targets:
             if at <= prepared[i].at:
                 olds, news = as_old[target], mine_new
@@ -487,12 +489,12 @@ def _statement_plan(
             refused = not (olds and news)  # an addition, a change by an amount, an event: nothing to replace
             for old in olds:
                 for new in news:
-                    v = compare(old, new, multi_valued=cfg.multi_valued)
+                    v = test_pair(old, new, multi_valued=cfg.multi_valued)
                     if isinstance(v, Verdict):
                         found.append((i, target, at, v))
                     elif v is not None:
                         refused = True
-            if cfg.pair_judge and not refused and reads(prepared[i].item.text) and reads(texts[target][0]):
+            if judged and not refused and reads(texts[target][0]):
                 mine_asked.append((i, target, at))
         if mine_asked:  # the nearest in meaning first (a candidate found by a shared entity alone last)
             row = cosines[row_of[i]]

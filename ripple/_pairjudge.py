@@ -39,7 +39,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["PairJudge", "load_pair_judge", "use_weights", "WEIGHTS", "PAIR_JUDGE_MIN", "reads"]
+__all__ = ["PairJudge", "load_pair_judge", "use_weights", "pooled_pairs", "WEIGHTS", "PAIR_JUDGE_MIN", "reads"]
 
 #: The probability from which a pair supersedes (``LifecycleConfig.pair_judge_min``): chosen on
 #: splits the judge was not trained on (``python -m benchmarks pair-judge loso``), for precision
@@ -78,14 +78,19 @@ class PairJudge:
         out: list[float] = []
         with self._run, torch.inference_mode():
             for start in range(0, len(pairs), _BATCH):
-                batch = pairs[start:start + _BATCH]
-                enc = self._tok([a for a, _ in batch], [b for _, b in batch], padding=True, truncation=True,
-                                max_length=_MAX_TOKENS, return_tensors="pt")
-                hidden = self._model(**enc).last_hidden_state
-                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1)
+                pooled = pooled_pairs(self._model, self._tok, pairs[start:start + _BATCH])
                 out += torch.sigmoid(pooled @ self._w + self._b).tolist()
         return [float(p) for p in out]
+
+
+def pooled_pairs(model: Any, tokenizer: Any, pairs: Sequence[tuple[str, str]]) -> Any:
+    """What the head reads of ``(older, newer)`` pairs: the encoder's token states averaged over each
+    pair's real tokens (the same in training, ``benchmarks/pair_judge.py``, and here)."""
+    enc = tokenizer([a for a, _ in pairs], [b for _, b in pairs], padding=True, truncation=True,
+                    max_length=_MAX_TOKENS, return_tensors="pt")
+    hidden = model(**enc).last_hidden_state
+    mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1)
 
 
 def _merge(model: Any, arrays: dict[str, "np.ndarray"], scale: float) -> None:
