@@ -148,6 +148,50 @@ def _numbers(terms: Sequence[str]) -> list[str]:
     return [t for t in terms if any(ch.isdigit() for ch in t)]
 
 
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """What the stages of :func:`lifecycle_plan` share for one user's new items: the batch, the
+    decisions so far, and the stored memories read so far (read through :meth:`current`, which sees
+    the rewrites an earlier stage decided)."""
+
+    user: str
+    prepared: Sequence["Prepared"]
+    mem_ids: Sequence[str]
+    cfg: LifecycleConfig
+    d: Decisions
+    terms: dict[int, list[str]]  # item -> the words of its text
+    mentions: dict[int, set[str]]  # item -> the entity ids its memory will have MENTIONS edges to
+    # stored memories fetched so far, without their vectors: the decisions read text, terms and the
+    # lifecycle fields; only a memory that is rewritten needs its vectors (see _with_vectors)
+    stored: dict[str, StoredMemory] = field(default_factory=dict)
+
+    def fetch(self, ids: Sequence[str]) -> Op[None]:
+        """Read the stored memories of ``ids`` that were neither read nor rewritten yet."""
+        want = [m for m in dict.fromkeys(ids) if m not in self.stored and m not in self.d.rewrites]
+        if want:
+            for rec in (yield GetMemories(want)):
+                self.stored[rec.id] = rec
+
+    def current(self, mid: str) -> StoredMemory:
+        """A stored memory as the decisions so far leave it."""
+        return self.d.rewrites.get(mid) or self.stored[mid]
+
+    def said(self, i: int) -> Any:
+        """Who says new item ``i`` (its ``extra["speaker"]``; None: no named speaker)."""
+        return self.prepared[i].extraction.extra.get("speaker")
+
+    def who_said(self, ids: Sequence[str]) -> Op[list[str | None]]:
+        """Who said each memory (None: no named speaker), as ``extra["speaker"]`` names a new item's."""
+        yield from self.fetch([m for m in ids if m not in self.mem_ids])
+        return [self.said(self.mem_ids.index(m)) if m in self.mem_ids
+                else _speaker(self.current(m).text) if m in self.stored or m in self.d.rewrites else None
+                for m in ids]
+
+    def text_of(self, mid: str) -> str:
+        """The text of a memory: a new item's or a stored one's."""
+        return self.prepared[self.mem_ids.index(mid)].item.text if mid in self.mem_ids else self.current(mid).text
+
+
 def lifecycle_plan(
     user: str,
     idxs: Sequence[int],
@@ -161,161 +205,223 @@ def lifecycle_plan(
     """Decide duplicates, retractions, corrections and superseded facts for one user's new items.
 
     ``mentions`` are the entity ids each item's memory will have MENTIONS edges to (what a stored
-    memory must share with a new one for the new one to be a repeat)."""
+    memory must share with a new one for the new one to be a repeat).
+
+    The stages run in event-time order of the items, each on what the ones before left: a repeat is
+    neither a retraction nor a statement, and a retracted item states no profile fact."""
+    b = _Batch(user, prepared, mem_ids, cfg, Decisions(), {i: lexical_tokens(prepared[i].item.text) for i in idxs},
+               mentions)
+    order = sorted(idxs, key=lambda i: (prepared[i].at, i))
+    for i in idxs:
+        b.d.confidence[i] = float(getattr(prepared[i].extraction, "confidence", 1.0))
+    near = yield from _nearest(b, order)
+    if cfg.dedup and order:
+        order = yield from _duplicates(b, order, near)
+    yield from _links(b, order)
+    fact_keys = _profile_facts(b, order, resolved, self_id)
+    # ---- statements: a new value of the same statement supersedes the old one (see ripple._supersede)
+    if cfg.supersede:
+        yield from _statement_plan(b, order, resolved, near, fact_keys)
+    yield from _with_vectors(b.d, b.stored)
+    return b.d
+
+
+def _stacked(prepared: Sequence["Prepared"], order: Sequence[int]) -> "np.ndarray":
+    """The sentence vectors of the items of ``order``, one row each."""
     import numpy as np
 
-    d = Decisions()
-    order = sorted(idxs, key=lambda i: (prepared[i].at, i))
-    terms = {i: lexical_tokens(prepared[i].item.text) for i in idxs}
-    # stored memories fetched so far, without their vectors: the decisions read text, terms and the
-    # lifecycle fields; only a memory that is rewritten needs its vectors (see _with_vectors)
-    stored: dict[str, StoredMemory] = {}
+    return np.vstack([prepared[i].vector for i in order]).astype(np.float32)
 
-    def fetch(ids: Sequence[str]) -> Op[None]:
-        want = [m for m in dict.fromkeys(ids) if m not in stored and m not in d.rewrites]
-        if want:
-            for rec in (yield GetMemories(want)):
-                stored[rec.id] = rec
 
-    def current(mid: str) -> StoredMemory:
-        return d.rewrites.get(mid) or stored[mid]
+def _nearest(b: _Batch, order: Sequence[int]) -> Op[dict[int, list[tuple[str, float]]]]:
+    """The nearest active memories of each item: repeats, and statements it may replace."""
+    k_near = max(3 if b.cfg.dedup else 0, b.cfg.candidates if b.cfg.supersede else 0)
+    if not (k_near and order):
+        return {}
+    found = yield NearestMemoriesBatch(b.user, _stacked(b.prepared, order), k_near, (ACTIVE,))
+    return dict(zip(order, found))
 
-    def speaker_of(ids: Sequence[str]) -> Op[list[str | None]]:
-        """Who said each memory (None: no named speaker), as ``extra["speaker"]`` names a new item's."""
-        yield from fetch([m for m in ids if m not in mem_ids])
-        return [prepared[mem_ids.index(m)].extraction.extra.get("speaker") if m in mem_ids
-                else _speaker(current(m).text) if m in stored or m in d.rewrites else None for m in ids]
 
-    for i in idxs:
-        d.confidence[i] = float(getattr(prepared[i].extraction, "confidence", 1.0))
+def _duplicates(b: _Batch, order: Sequence[int], near: dict[int, list[tuple[str, float]]]) -> Op[list[int]]:
+    """Near-duplicates: reinforce the memory already there instead of adding a copy.
 
-    # ---- the nearest active memories of each item: repeats, and statements it may replace
-    near: dict[int, list[tuple[str, float]]] = {}
-    k_near = max(3 if cfg.dedup else 0, cfg.candidates if cfg.supersede else 0)
-    if k_near and order:
-        vecs = np.vstack([prepared[i].vector for i in order]).astype(np.float32)
-        found = yield NearestMemoriesBatch(user, vecs, k_near, (ACTIVE,))
-        near = dict(zip(order, found))
+    Returns the items that repeat nothing, in event-time order: the later stages decide only those."""
+    import numpy as np
 
-    # ---- near-duplicates: reinforce the memory already there instead of adding a copy
-    if cfg.dedup and order:
-        close = {i: [(m, s) for m, s in near[i][:3] if s >= cfg.dedup_cosine] for i in order}
-        cand_ids = sorted({m for hits in close.values() for m, _ in hits})
-        if cand_ids:
-            yield from fetch(cand_ids)
-            rows = yield Expand(user, cand_ids, [EDGE_MENTIONS])
-            cand_mentions: dict[str, set[str]] = {m: set() for m in cand_ids}
-            for n in rows:
-                if n.source in cand_mentions:
-                    cand_mentions[n.source].add(n.target)
-        norms = {i: vecs[n] / max(1e-9, float(np.linalg.norm(vecs[n]))) for n, i in enumerate(order)}
-        kept: list[int] = []
-        for i in order:
-            target: str | None = None
-            for mid, _ in close.get(i, ()):
-                rec = stored.get(mid)
-                if rec is None or rec.status != ACTIVE:
-                    continue
-                if (cand_mentions[mid] == mentions[i] and _numbers(rec.terms) == _numbers(terms[i])
-                        and _overlap(rec.terms, terms[i]) >= cfg.dedup_overlap):
-                    target = mid
-                    break
-            if target is None:  # a repeat inside this batch
-                for j in kept:
-                    if (float(norms[i] @ norms[j]) >= cfg.dedup_cosine and mentions[j] == mentions[i]
-                            and _numbers(terms[j]) == _numbers(terms[i]) and _overlap(terms[j], terms[i]) >= cfg.dedup_overlap):
-                        target = mem_ids[j]
-                        d.confidence[j] = reinforced_confidence(d.confidence[j], d.confidence[i], cfg.reinforce_step)
-                        break
-            if target is None:
-                kept.append(i)
-                continue
-            d.duplicate_of[i] = target
-            if target in stored or target in d.rewrites:
-                rec = current(target)
-                d.rewrites[target] = replace(
-                    rec, mentions=rec.mentions + 1, last_seen=max(prepared[i].at, rec.last_seen or rec.at),
-                    confidence=reinforced_confidence(rec.confidence, d.confidence[i], cfg.reinforce_step),
-                )
-        order = kept
+    cfg, d = b.cfg, b.d
+    close = {i: [(m, s) for m, s in near[i][:3] if s >= cfg.dedup_cosine] for i in order}
+    cand_ids = sorted({m for hits in close.values() for m, _ in hits})
+    cand_mentions: dict[str, set[str]] = {}
+    if cand_ids:
+        yield from b.fetch(cand_ids)
+        cand_mentions = yield from _mentioned(b, cand_ids)
+    norms = {i: v / max(1e-9, float(np.linalg.norm(v))) for i, v in zip(order, _stacked(b.prepared, order))}
+    kept: list[int] = []
+    for i in order:
+        target = _stored_repeat(b, i, close[i], cand_mentions)
+        if target is None:  # a repeat inside this batch
+            j = _batch_repeat(b, i, kept, norms)
+            if j is not None:
+                target = b.mem_ids[j]
+                d.confidence[j] = reinforced_confidence(d.confidence[j], d.confidence[i], cfg.reinforce_step)
+        if target is None:
+            kept.append(i)
+            continue
+        d.duplicate_of[i] = target
+        if target in b.stored or target in d.rewrites:
+            rec = b.current(target)
+            d.rewrites[target] = replace(
+                rec, mentions=rec.mentions + 1, last_seen=max(b.prepared[i].at, rec.last_seen or rec.at),
+                confidence=reinforced_confidence(rec.confidence, d.confidence[i], cfg.reinforce_step),
+            )
+    return kept
 
-    # ---- retractions ("forget that") and corrections ("no, I meant Tuesday")
+
+def _mentioned(b: _Batch, ids: Sequence[str]) -> Op[dict[str, set[str]]]:
+    """The entity ids each stored memory of ``ids`` has MENTIONS edges to."""
+    rows = yield Expand(b.user, ids, [EDGE_MENTIONS])
+    out: dict[str, set[str]] = {m: set() for m in ids}
+    for n in rows:
+        if n.source in out:
+            out[n.source].add(n.target)
+    return out
+
+
+def _same_words(earlier: Sequence[str], new: Sequence[str], cfg: LifecycleConfig) -> bool:
+    """Whether the words of two texts make the new one a repeat: the same numbers, and enough words in common."""
+    return _numbers(earlier) == _numbers(new) and _overlap(earlier, new) >= cfg.dedup_overlap
+
+
+def _stored_repeat(
+    b: _Batch, i: int, close: Sequence[tuple[str, float]], cand_mentions: dict[str, set[str]],
+) -> str | None:
+    """The active stored memory (of the ``close`` ones) that item ``i`` repeats, if any."""
+    for mid, _ in close:
+        rec = b.stored.get(mid)
+        if rec is None or rec.status != ACTIVE:
+            continue
+        if cand_mentions[mid] == b.mentions[i] and _same_words(rec.terms, b.terms[i], b.cfg):
+            return mid
+    return None
+
+
+def _batch_repeat(b: _Batch, i: int, kept: Sequence[int], norms: dict[int, "np.ndarray"]) -> int | None:
+    """The earlier item of this batch (of the ``kept`` ones, no repeats themselves) that item ``i`` repeats, if any."""
+    for j in kept:
+        if (float(norms[i] @ norms[j]) >= b.cfg.dedup_cosine and b.mentions[j] == b.mentions[i]
+                and _same_words(b.terms[j], b.terms[i], b.cfg)):
+            return j
+    return None
+
+
+def _links(b: _Batch, order: Sequence[int]) -> Op[None]:
+    """Retractions ("forget that") and corrections ("no, I meant Tuesday"): each finds what it refers
+    to, and invalidates (a retraction) or supersedes (a correction) it."""
     previous: dict[str, int] = {}  # session -> latest new item of this batch so far
     for i in order:
-        ex, p = prepared[i].extraction, prepared[i]
-        sid = p.item.session_id
-        retracts = cfg.retractions and bool(getattr(ex, "retracts", False))
-        corrects = cfg.corrections and bool(getattr(ex, "corrects", False)) and not retracts
+        ex = b.prepared[i].extraction
+        retracts = b.cfg.retractions and bool(getattr(ex, "retracts", False))
+        corrects = b.cfg.corrections and bool(getattr(ex, "corrects", False)) and not retracts
         if retracts or corrects:
-            d.kind[i] = "retraction" if retracts else "correction"
-            target, reason = None, "nothing earlier in this session to refer to"
-            hint = str(getattr(ex, "retract_hint", "") or "") if retracts else ""
-            if hint:
-                (hvec,) = yield Embed([hint])
-                hvec = np.asarray(hvec, dtype=np.float32)
-                options: list[tuple[float, str]] = []
-                for mid, score in (yield NearestMemories(user, hvec, 5, (ACTIVE,))):
-                    options.append((float(score), mid))
-                for j in order:
-                    if (prepared[j].at, j) >= (p.at, i) or d.status.get(j):
-                        continue  # only what was said before the retraction, and is still standing
-                    v = prepared[j].vector
-                    options.append((float(v @ hvec / max(1e-9, float(np.linalg.norm(v) * np.linalg.norm(hvec)))),
-                                    mem_ids[j]))
-                options = [o for o in options if o[1] != mem_ids[i] and o[0] >= cfg.retraction_cosine]
-                if options:
-                    yield from fetch([m for _, m in options if m not in mem_ids])
-                    options = [o for o in options if o[1] in mem_ids or
-                               (current(o[1]).kind not in ("retraction", "correction") and current(o[1]).at <= p.at)]
-                    # (one takes back only one's own words: not what another speaker said)
-                    said = yield from speaker_of([m for _, m in options])
-                    options = [o for o, who in zip(options, said) if who == ex.extra.get("speaker")]
-                if options:
-                    score, target = max(options, key=lambda o: (o[0], o[1]))
-                    reason = f"closest memory to {hint!r} (cosine {score:.2f})"
-                else:
-                    reason = f"no memory close enough to {hint!r}"
-            elif sid is not None:
-                if sid in previous:
-                    target = mem_ids[previous[sid]]
-                else:
-                    target = yield LastMemoryInSession(user, sid)
-                if target is not None:
-                    reason = "the previous message of this session"
-                if target is not None and retracts:
-                    theirs = (yield from speaker_of([target]))[0]
-                    if theirs != ex.extra.get("speaker"):
-                        # "别提了，日本去不成了" after the other one's "你日本签证下来了吗": one takes back only
-                        # one's own words; said to another speaker's message it answers it (a reply, no retraction)
-                        target, retracts = None, False
-                        reason = f"the previous message of this session is {theirs or 'unnamed'}'s, not the speaker's"
-                        del d.kind[i]
-            if target is not None:
-                yield from _apply_link(d, i, target, retracts, p.at, user, mem_ids, terms, mentions, fetch, current,
-                                       stored)
-            d.notes[i] = {"corrects" if corrects else "retracts": target, "reason": reason}
+            yield from _link(b, i, retracts, order, previous)
+        sid = b.prepared[i].item.session_id
         if sid is not None:
             previous[sid] = i
 
-    # ---- profile facts: confident facts become RELATED edges (the user's profile)
+
+def _link(b: _Batch, i: int, retracts: bool, order: Sequence[int], previous: dict[str, int]) -> Op[None]:
+    """Item ``i``, a retraction (``retracts``) or else a correction: what it refers to, what it does to
+    it (see :func:`_apply_link`), and why, in its notes."""
+    b.d.kind[i] = "retraction" if retracts else "correction"
+    hint = str(getattr(b.prepared[i].extraction, "retract_hint", "") or "") if retracts else ""
+    if hint:
+        target, reason = yield from _hinted_target(b, i, hint, order)
+    else:
+        target, reason = yield from _previous_message(b, i, retracts, previous)
+    if target is not None:
+        yield from _apply_link(b, i, target, retracts, b.prepared[i].at)
+    b.d.notes[i] = {"retracts" if retracts else "corrects": target, "reason": reason}
+
+
+def _hinted_target(b: _Batch, i: int, hint: str, order: Sequence[int]) -> Op[tuple[str | None, str]]:
+    """What a retraction naming its object (``hint``) takes back: the closest memory to the hint above
+    ``retraction_cosine``, stored or said earlier in this batch; and why."""
+    import numpy as np
+
+    p = b.prepared[i]
+    (hvec,) = yield Embed([hint])
+    hvec = np.asarray(hvec, dtype=np.float32)
+    options: list[tuple[float, str]] = []
+    for mid, score in (yield NearestMemories(b.user, hvec, 5, (ACTIVE,))):
+        options.append((float(score), mid))
+    for j in order:
+        if (b.prepared[j].at, j) >= (p.at, i) or b.d.status.get(j):
+            continue  # only what was said before the retraction, and is still standing
+        v = b.prepared[j].vector
+        options.append((float(v @ hvec / max(1e-9, float(np.linalg.norm(v) * np.linalg.norm(hvec)))),
+                        b.mem_ids[j]))
+    options = [o for o in options if o[1] != b.mem_ids[i] and o[0] >= b.cfg.retraction_cosine]
+    if options:
+        options = yield from _retractable(b, i, options)
+    if options:
+        score, target = max(options, key=lambda o: (o[0], o[1]))
+        return target, f"closest memory to {hint!r} (cosine {score:.2f})"
+    return None, f"no memory close enough to {hint!r}"
+
+
+def _retractable(b: _Batch, i: int, options: Sequence[tuple[float, str]]) -> Op[list[tuple[float, str]]]:
+    """The ``(cosine, memory)`` options retraction ``i`` can take back: not a retraction or correction
+    itself, not said after it, and said by its own speaker."""
+    at = b.prepared[i].at
+    yield from b.fetch([m for _, m in options if m not in b.mem_ids])
+    options = [o for o in options if o[1] in b.mem_ids or
+               (b.current(o[1]).kind not in ("retraction", "correction") and b.current(o[1]).at <= at)]
+    # (one takes back only one's own words: not what another speaker said)
+    said = yield from b.who_said([m for _, m in options])
+    return [o for o, who in zip(options, said) if who == b.said(i)]
+
+
+def _previous_message(b: _Batch, i: int, retracts: bool, previous: dict[str, int]) -> Op[tuple[str | None, str]]:
+    """What a retraction or correction without a hint refers to: the previous message of its session
+    (of this batch, ``previous``, or else stored); and why."""
+    sid = b.prepared[i].item.session_id
+    target: str | None = None
+    if sid is not None:
+        if sid in previous:
+            target = b.mem_ids[previous[sid]]
+        else:
+            target = yield LastMemoryInSession(b.user, sid)
+    if target is None:
+        return None, "nothing earlier in this session to refer to"
+    if retracts:
+        theirs = (yield from b.who_said([target]))[0]
+        if theirs != b.said(i):
+            # "别提了，日本去不成了" after the other one's "你日本签证下来了吗": one takes back only
+            # one's own words; said to another speaker's message it answers it (a reply, no retraction)
+            del b.d.kind[i]
+            return None, f"the previous message of this session is {theirs or 'unnamed'}'s, not the speaker's"
+    return target, "the previous message of this session"
+
+
+def _profile_facts(
+    b: _Batch, order: Sequence[int], resolved: dict[str, str], self_id: str,
+) -> dict[int, set[tuple[str, str]]]:
+    """Profile facts: confident facts become RELATED edges (the user's profile).
+
+    Returns each item's ``(subject id, attribute)`` of its facts: a stored fact with the same key is
+    one of the statements the item may replace."""
     fact_keys: dict[int, set[tuple[str, str]]] = {}  # item -> (subject id, attribute) of its facts
     for i in order:
-        if d.status.get(i) == INVALIDATED:
+        if b.d.status.get(i) == INVALIDATED:
             continue
-        for n, fact in enumerate(prepared[i].extraction.facts):
+        for n, fact in enumerate(b.prepared[i].extraction.facts):
             subject, value = _fact_subject(fact, resolved, self_id), resolved.get(entity_key(fact.value))
-            confidence = min(d.confidence[i], float(getattr(fact, "confidence", 1.0)))
-            if subject is None or value is None or confidence < cfg.profile_confidence:
+            confidence = min(b.d.confidence[i], float(getattr(fact, "confidence", 1.0)))
+            if subject is None or value is None or confidence < b.cfg.profile_confidence:
                 continue
-            d.profile_facts.add((i, n))
+            b.d.profile_facts.add((i, n))
             fact_keys.setdefault(i, set()).add((subject, fact.attribute))
-
-    # ---- statements: a new value of the same statement supersedes the old one (see ripple._supersede)
-    if cfg.supersede:
-        yield from _statement_plan(user, order, prepared, mem_ids, resolved, cfg, d, near, fact_keys, mentions,
-                                   terms, fetch, current, stored)
-    yield from _with_vectors(d, stored)
-    return d
+    return fact_keys
 
 
 def _with_vectors(d: Decisions, stored: dict[str, StoredMemory]) -> Op[None]:
@@ -350,14 +456,40 @@ class _Decision:
     reasons: tuple[str, ...]
 
 
+#: A verdict the rules gave a pair: (new item, candidate memory, the candidate's event time, verdict).
+_Found = tuple[int, str, float, Verdict]
+#: A pair of a new item and a candidate memory (with the candidate's event time).
+_Pair = tuple[int, str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidates:
+    """What the new items of :func:`_statement_plan` are compared with."""
+
+    frames: dict[int, tuple[FrameView, ...]]  # new item -> its promising frames (the items that state a value)
+    stored: dict[int, set[str]]  # new item -> the stored memories it may replace
+    earlier: dict[int, list[int]]  # new item -> the earlier items of the batch it may replace, in event-time order
+    texts: dict[str, tuple[str, Any]]  # candidate memory -> (text, terms)
+    position: dict[int, int]  # item -> its place in event-time order
+    cosines: dict[int, "np.ndarray"]  # new item -> its sentence cosine with every item, by position
+
+
+@dataclass(frozen=True, slots=True)
+class _CandidateFrames:
+    """The frames of the candidates a new item of its own speaker meets, each frame prepared for
+    comparison once, split by role."""
+
+    speaker: dict[str, Any]  # candidate memory -> who says it
+    as_old: dict[str, tuple[FrameView, ...]]  # candidate memory -> its clauses that can be replaced
+    as_new: dict[str, tuple[FrameView, ...]]  # candidate memory -> its clauses that can replace
+
+
 def _statement_plan(
-    user: str, order: Sequence[int], prepared: Sequence["Prepared"], mem_ids: Sequence[str],
-    resolved: dict[str, str], cfg: LifecycleConfig, d: Decisions, near: dict[int, list[tuple[str, float]]],
-    fact_keys: dict[int, set[tuple[str, str]]], mentions: dict[int, set[str]], terms: dict[int, list[str]],
-    fetch: Any, current: Any, stored: dict[str, StoredMemory],
+    b: _Batch, order: Sequence[int], resolved: dict[str, str], near: dict[int, list[tuple[str, float]]],
+    fact_keys: dict[int, set[tuple[str, str]]],
 ) -> Op[None]:
     """Find, for each new item that states a value, the active memories it replaces (see
-    :mod:`ripple._supersede`), and record the decisions in ``d``.
+    :mod:`ripple._supersede`), and record the decisions in ``b.d``.
 
     Candidates: the item's nearest active memories (from the repeat check), the latest active
     memories that mention one of its entities, the memories holding a fact with the same subject and
@@ -365,168 +497,283 @@ def _statement_plan(
     the ones whose text can hold a comparable value are parsed.  Items are decided in event-time
     order, so a batch holding a whole history in any order ends as the same history written in time
     order; a stored memory newer than the item makes the item history."""
-    import numpy as np
+    new_frames = yield from _new_frames(b, order)
+    if not new_frames:
+        return
+    shared = _shared_entities(b, new_frames, resolved)
+    cands = yield from _stored_candidates(b, new_frames, near, fact_keys, shared)
+    position = {i: n for n, i in enumerate(order)}
+    cosines = _batch_cosines(b, order, position, new_frames)
+    earlier = _batch_candidates(b, order, position, cosines, shared)
+    texts = yield from _candidate_texts(b, cands, earlier)
+    c = _replaceable_candidates(b, _Candidates(new_frames, cands, earlier, texts, position, cosines))
+    their_frames = yield from _old_frames(b, c)
+    found, asking = yield from _compared_pairs(b, c, their_frames)
+    asked = _nearest_asked(b, c, near, asking)
+    if not found and not asked:
+        return
+    best = yield from _graded(b, found)
+    if asked:
+        yield from _pair_judged(b, asked, best, texts)
+    decisions = sorted(best.values(), key=lambda x: (position[x.item], x.at, x.target))
+    if b.cfg.judge is not None:
+        decisions = yield from _judged(b, b.cfg.judge, decisions)
+    _apply_decisions(b, decisions)
 
+
+def _new_frames(b: _Batch, order: Sequence[int]) -> Op[dict[int, tuple[FrameView, ...]]]:
+    """The promising frames of each new item that may state a value (none: the item replaces nothing)."""
+    d = b.d
     # a titled text (a page, a passage) is a document, not a statement of the present state: its
     # paragraphs state many facts side by side, and one's number does not update another's
     # ("Watertown International Airport ... 6 mi" / "Alexandria ... 5 mi"; two paragraphs of one
     # article on snowfall): only texts without a title line (chat turns, notes) replace each other
     items = [i for i in order if d.status.get(i) != INVALIDATED and d.kind.get(i) != "retraction"
-             and not d.notes.get(i, {}).get("corrects") and _title_key(prepared[i].item.text) is None]
-    framed = (yield Frames([prepared[i].item.text for i in items])) if items else []
-    new_frames: dict[int, tuple[Any, ...]] = {}
-    for i, (views, _speaker) in zip(items, framed):
+             and not d.notes.get(i, {}).get("corrects") and _title_key(b.prepared[i].item.text) is None]
+    framed = (yield Frames([b.prepared[i].item.text for i in items])) if items else []
+    new_frames: dict[int, tuple[FrameView, ...]] = {}
+    for i, (views, _) in zip(items, framed):
         views = tuple(v for v in views if v.promising)
         if views:
             new_frames[i] = views
-    if not new_frames:
-        return
-    in_batch = set(mem_ids)
-    speakers = {resolved.get(str(prepared[i].extraction.extra.get("speaker"))) for i in new_frames}
+    return new_frames
+
+
+def _shared_entities(b: _Batch, new_frames: dict[int, Any], resolved: dict[str, str]) -> dict[int, set[str]]:
+    """The entities each new item mentions that a memory may share with it to be compared: not the
+    speakers of the new items."""
+    speakers = {resolved.get(str(b.said(i))) for i in new_frames}
+    return {i: b.mentions.get(i, set()) - speakers for i in new_frames}
+
+
+def _stored_candidates(
+    b: _Batch, new_frames: dict[int, Any], near: dict[int, list[tuple[str, float]]],
+    fact_keys: dict[int, set[tuple[str, str]]], shared: dict[int, set[str]],
+) -> Op[dict[int, set[str]]]:
+    """The stored memories each new item may replace: its nearest (from the repeat check), the ones
+    holding a fact with the same key, and the latest that mention one of its ``shared`` entities."""
+    in_batch = set(b.mem_ids)
     cands: dict[int, set[str]] = {
-        i: {m for m, score in near.get(i, ())[: cfg.candidates] if score >= cfg.candidate_cosine and m not in in_batch}
+        i: {m for m, score in near.get(i, ())[: b.cfg.candidates] if score >= b.cfg.candidate_cosine
+            and m not in in_batch}
         for i in new_frames
     }
-    # memories holding a fact with the same subject and attribute ("I live in ..." / "I moved to ...")
-    keyed = {i: fact_keys[i] for i in new_frames if i in fact_keys}
-    if keyed:
-        subjects = sorted({s for ks in keyed.values() for s, _ in ks})
-        attributes = sorted({a for ks in keyed.values() for _, a in ks})
-        for e in (yield RelatedEdges(user, subjects, attributes)):
-            for i, ks in keyed.items():
-                if (e.src, e.predicate) in ks and e.evidence and e.evidence not in in_batch:
-                    cands[i].add(e.evidence)
-    # the latest memories that mention one of the item's entities (not its speaker)
-    shared = {i: mentions.get(i, set()) - speakers for i in new_frames}
+    yield from _same_fact_key(b, cands, fact_keys, in_batch)
+    yield from _mentioning_shared(b, cands, shared, in_batch)
+    return cands
+
+
+def _same_fact_key(b: _Batch, cands: dict[int, set[str]], fact_keys: dict[int, set[tuple[str, str]]],
+                   in_batch: set[str]) -> Op[None]:
+    """Add to ``cands`` the memories holding a fact with the same subject and attribute ("I live in
+    ..." / "I moved to ...")."""
+    keyed = {i: fact_keys[i] for i in cands if i in fact_keys}
+    if not keyed:
+        return
+    subjects = sorted({s for ks in keyed.values() for s, _ in ks})
+    attributes = sorted({a for ks in keyed.values() for _, a in ks})
+    for e in (yield RelatedEdges(b.user, subjects, attributes)):
+        for i, ks in keyed.items():
+            if (e.src, e.predicate) in ks and e.evidence and e.evidence not in in_batch:
+                cands[i].add(e.evidence)
+
+
+def _mentioning_shared(b: _Batch, cands: dict[int, set[str]], shared: dict[int, set[str]],
+                       in_batch: set[str]) -> Op[None]:
+    """Add to ``cands`` the latest memories that mention one of the item's entities (not its speaker)."""
     entity_ids = sorted({e for ids in shared.values() for e in ids})
-    if entity_ids and cfg.per_entity:
-        by_entity: dict[str, list[str]] = {}
-        for eid, mid in (yield MemoriesMentioning(user, entity_ids, per_entity=cfg.per_entity)):
-            by_entity.setdefault(eid, []).append(mid)
-        for i, ids in shared.items():
-            cands[i].update(m for e in ids for m in by_entity.get(e, ()) if m not in in_batch)
-    # earlier items of this batch that are near or share an entity
-    position = {i: n for n, i in enumerate(order)}
-    units = np.vstack([prepared[i].vector for i in order]).astype(np.float32)
+    if not (entity_ids and b.cfg.per_entity):
+        return
+    by_entity: dict[str, list[str]] = {}
+    for eid, mid in (yield MemoriesMentioning(b.user, entity_ids, per_entity=b.cfg.per_entity)):
+        by_entity.setdefault(eid, []).append(mid)
+    for i, ids in shared.items():
+        cands[i].update(m for e in ids for m in by_entity.get(e, ()) if m not in in_batch)
+
+
+def _batch_cosines(b: _Batch, order: Sequence[int], position: dict[int, int],
+                   new_frames: dict[int, Any]) -> dict[int, "np.ndarray"]:
+    """Each new item's sentence cosine with every item of the batch (indexed by ``position``)."""
+    import numpy as np
+
+    units = _stacked(b.prepared, order)
     units /= np.maximum(np.linalg.norm(units, axis=1, keepdims=True), 1e-9)
     cosines = units[[position[i] for i in new_frames]] @ units.T
-    row_of = {i: n for n, i in enumerate(new_frames)}
-    live = [j for j in order if d.status.get(j) != INVALIDATED and d.kind.get(j) != "retraction"]
+    return {i: cosines[n] for n, i in enumerate(new_frames)}
+
+
+def _batch_candidates(b: _Batch, order: Sequence[int], position: dict[int, int], cosines: dict[int, "np.ndarray"],
+                      shared: dict[int, set[str]]) -> dict[int, list[int]]:
+    """The earlier items of this batch each new item may replace: the ones near it or sharing an
+    entity (see :func:`_earlier_candidates`)."""
+    import numpy as np
+
+    live = [j for j in order if b.d.status.get(j) != INVALIDATED and b.d.kind.get(j) != "retraction"]
     mentioned_by: dict[str, list[int]] = {}  # entity -> the live items mentioning it, in event-time order
     for j in live:
-        for entity in mentions.get(j, ()):
+        for entity in b.mentions.get(j, ()):
             mentioned_by.setdefault(entity, []).append(j)
     live_at = np.array([position[j] for j in live], dtype=np.int64)
-    batch_cands = {i: _earlier_candidates(i, live, live_at, position, cosines[n], shared[i], mentioned_by, cfg)
-                   for n, i in enumerate(new_frames)}
+    return {i: _earlier_candidates(i, live, live_at, position, row, shared[i], mentioned_by, b.cfg)
+            for i, row in cosines.items()}
+
+
+def _candidate_texts(
+    b: _Batch, cands: dict[int, set[str]], earlier: dict[int, list[int]],
+) -> Op[dict[str, tuple[str, Any]]]:
+    """The text and terms of every candidate: the stored ones still active (retractions state nothing
+    to replace), and the earlier items of the batch."""
     wanted = sorted({m for ms in cands.values() for m in ms})
     if wanted:
-        yield from fetch(wanted)
-    # only candidates whose text can hold a comparable value are parsed (a regular-expression test)
-    texts = {m: (current(m).text, current(m).terms) for m in wanted if m in stored
-             and current(m).status == ACTIVE and current(m).kind != "retraction"}
-    texts.update((mem_ids[j], (prepared[j].item.text, terms[j])) for js in batch_cands.values() for j in js)
+        yield from b.fetch(wanted)
+    texts: dict[str, tuple[str, Any]] = {m: (b.current(m).text, b.current(m).terms) for m in wanted if m in b.stored
+             and b.current(m).status == ACTIVE and b.current(m).kind != "retraction"}
+    texts.update((b.mem_ids[j], (b.prepared[j].item.text, b.terms[j])) for js in earlier.values() for j in js)
+    return texts
+
+
+def _replaceable_candidates(b: _Batch, c: _Candidates) -> _Candidates:
+    """``c`` with only the candidates each item may replace: only candidates whose text can hold a
+    comparable value are parsed (a regular-expression test)."""
     # nor a titled one, nor one about another numbered thing ("Sprint 19 ... review 19" does not
     # update "Sprint 18 ... review 18")
     # (what a candidate text says alone is read once, not once per new item that meets it)
-    titled = {m: _title_key(text) is not None for m, (text, _) in texts.items()}
-    numbers = {m: numbered_names(text) for m, (text, _) in texts.items()}
-    for i, frames in new_frames.items():
-        test = worth_parsing([v.frame for v in frames], prepared[i].extraction, terms[i])
-        numbered = numbered_names(prepared[i].item.text)
+    titled = {m: _title_key(text) is not None for m, (text, _) in c.texts.items()}
+    numbers = {m: numbered_names(text) for m, (text, _) in c.texts.items()}
+    stored: dict[int, set[str]] = {}
+    earlier: dict[int, list[int]] = {}
+    for i, frames in c.frames.items():
+        test = worth_parsing([v.frame for v in frames], b.prepared[i].extraction, b.terms[i])
+        numbered = numbered_names(b.prepared[i].item.text)
 
         def replaceable(m: str) -> bool:
             theirs = numbers[m]
-            return not titled[m] and not (numbered and theirs and not numbered & theirs) and test(*texts[m])
+            return not titled[m] and not (numbered and theirs and not numbered & theirs) and test(*c.texts[m])
 
-        cands[i] = {m for m in cands[i] if m in texts and replaceable(m)}
-        batch_cands[i] = [j for j in batch_cands[i] if replaceable(mem_ids[j])]
-    old_ids = sorted({m for ms in cands.values() for m in ms})
+        stored[i] = {m for m in c.stored[i] if m in c.texts and replaceable(m)}
+        earlier[i] = [j for j in c.earlier[i] if replaceable(b.mem_ids[j])]
+    return replace(c, stored=stored, earlier=earlier)
+
+
+def _old_frames(b: _Batch, c: _Candidates) -> Op[_CandidateFrames]:
+    """Who says each candidate, and the frames of the ones a new item of the same speaker meets."""
+    old_ids = sorted({m for ms in c.stored.values() for m in ms})
     # every clause of a memory that may be replaced (a stored memory newer than the item is the one
     # that replaces: the roles swap); one speaker's statement is never replaced by another's
-    old_ids += sorted({mem_ids[j] for js in batch_cands.values() for j in js})
+    old_ids += sorted({b.mem_ids[j] for js in c.earlier.values() for j in js})
     # (the speakers first, from the parses: a text that no new item of its own speaker meets is not
     # read into frames, it could only be compared with another speaker's statements; nor, once known,
     # one none of whose frames can replace or be replaced: it gives no pair either way)
-    said = {i: prepared[i].extraction.extra.get("speaker") for i in new_frames}
     speaker_of: dict[str, Any] = {}
     if old_ids:
-        speaker_of = dict(zip(old_ids, (yield Speakers([texts[m][0] for m in old_ids]))))
-    heard = {m for i in new_frames for m in (*cands[i], *(mem_ids[j] for j in batch_cands[i]))
-             if speaker_of[m] == said[i]}
+        speaker_of = dict(zip(old_ids, (yield Speakers([c.texts[m][0] for m in old_ids]))))
+    heard = {m for i in c.frames for m in (*c.stored[i], *(b.mem_ids[j] for j in c.earlier[i]))
+             if speaker_of[m] == b.said(i)}
     compared = [m for m in old_ids if m in heard]
-    old_frames: dict[str, tuple[Any, ...]] = {}
+    old_frames: dict[str, tuple[FrameView, ...]] = {}
     if compared:
-        for m, (frames, _) in zip(compared, (yield Frames([texts[m][0] for m in compared], comparable=True))):
+        for m, (frames, _) in zip(compared, (yield Frames([c.texts[m][0] for m in compared], comparable=True))):
             old_frames[m] = frames
-
-    # ---- the frames compared, then graded by the cosine of their masked clauses; each frame is
-    # prepared for comparison once (a memory meets many others: on templated text, nearly every
-    # earlier turn of its template), and a clause that can never replace or be replaced, read alone,
-    # is left out of the pairs (the same test structural_match makes of each pair)
-    found: list[tuple[int, str, float, Verdict]] = []
-    asked: list[tuple[int, str, float]] = []  # the pairs the pair judge is asked about
+    # each frame is prepared for comparison once (a memory meets many others: on templated text,
+    # nearly every earlier turn of its template), and a clause that can never replace or be replaced,
+    # read alone, is left out of the pairs (the same test structural_match makes of each pair)
     as_old = {m: tuple(v for v in views if v.replaceable) for m, views in old_frames.items()}
     as_new = {m: tuple(v for v in views if v.replacing) for m, views in old_frames.items()}
-    for i, frames in new_frames.items():
-        targets = [(m, current(m).at) for m in sorted(cands[i]) if speaker_of[m] == said[i]]
-        targets += [(mem_ids[j], prepared[j].at) for j in batch_cands[i] if speaker_of[mem_ids[j]] == said[i]]
-        if not targets:
-            continue
-        mine_new = tuple(v for v in frames if v.replacing)
-        mine_old: tuple[FrameView, ...] | None = None
-        mine_asked: list[tuple[int, str, float]] = []
-        judged = cfg.pair_judge and reads(prepared[i].item.text)
-        test_pair = compare if judged else match  # (why the rules refuse matters only to the judge)
-        for target, at in targets:
-            if at <= prepared[i].at:
-                olds, news = as_old[target], mine_new
-            else:
-                if mine_old is None:
-                    ((mine, _),) = yield Frames([prepared[i].item.text])
-                    mine_old = tuple(v for v in mine if v.replaceable)
-                olds, news = mine_old, as_new[target]
-            refused = not (olds and news)  # an addition, a change by an amount, an event: nothing to replace
-            for old in olds:
-                for new in news:
-                    v = test_pair(old, new, multi_valued=cfg.multi_valued)
-                    if isinstance(v, Verdict):
-                        found.append((i, target, at, v))
-                    elif v is not None:
-                        refused = True
-            if judged and not refused and reads(texts[target][0]):
-                mine_asked.append((i, target, at))
-        if mine_asked:  # the nearest in meaning first (a candidate found by a shared entity alone last)
-            row = cosines[row_of[i]]
-            closeness = dict(near.get(i, ()))
-            closeness.update((mem_ids[j], float(row[position[j]])) for j in batch_cands[i])
-            mine_asked.sort(key=lambda x: -closeness.get(x[1], -1.0))
-            asked += mine_asked[: cfg.pair_judge_candidates]
-    if not found and not asked:
-        return
-    best: dict[tuple[int, str], _Decision] = {}
-    if found:
-        masked = sorted({t for *_, v in found for t in (v.old_masked, v.new_masked)})
-        vectors = yield ClauseVectors(masked)
-        index = {t: np.asarray(vec, dtype=np.float32) for t, vec in zip(masked, vectors)}
-        lengths = {t: np.linalg.norm(vec) for t, vec in index.items()}  # (once per clause, not per pair)
-        rank = {HIGH: 2, MEDIUM: 1}
-        for i, target, at, v in found:
-            a, b = index[v.old_masked], index[v.new_masked]
-            cosine = float(a @ b / max(1e-9, float(lengths[v.old_masked] * lengths[v.new_masked])))
-            level, reasons = grade(v, cosine, high=cfg.frame_cosine_high, medium=cfg.frame_cosine_medium)
-            if level not in rank:
-                continue
-            have = best.get((i, target))
-            if have is None or rank[level] > rank[have.level]:
-                best[(i, target)] = _Decision(i, target, at, level, v, reasons)
-    if asked:
-        yield from _pair_judged(asked, best, prepared, texts, cfg)
-    decisions = sorted(best.values(), key=lambda x: (position[x.item], x.at, x.target))
-    if cfg.judge is not None:
-        decisions = yield from _judged(cfg.judge, decisions, prepared, current, mem_ids, stored)
+    return _CandidateFrames(speaker_of, as_old, as_new)
 
-    # ---- applied in event-time order
+
+def _compared_pairs(b: _Batch, c: _Candidates, f: _CandidateFrames) -> Op[tuple[list[_Found], dict[int, list[_Pair]]]]:
+    """The frames compared (then graded by the cosine of their masked clauses: :func:`_graded`).
+
+    Returns the verdicts the rules found, and each item's pairs the pair judge may be asked about."""
+    found: list[_Found] = []
+    asked: dict[int, list[_Pair]] = {}  # the pairs the pair judge may be asked about
+    for i in c.frames:
+        mine_found, mine_asked = yield from _item_pairs(b, c, f, i)
+        found += mine_found
+        if mine_asked:
+            asked[i] = mine_asked
+    return found, asked
+
+
+def _item_pairs(b: _Batch, c: _Candidates, f: _CandidateFrames, i: int) -> Op[tuple[list[_Found], list[_Pair]]]:
+    """Item ``i``'s frames compared with those of its candidates of its own speaker: the verdicts, and
+    the candidates the pair judge may read (English ones the rules neither acted on nor refused)."""
+    said = b.said(i)
+    targets = [(m, b.current(m).at) for m in sorted(c.stored[i]) if f.speaker[m] == said]
+    targets += [(b.mem_ids[j], b.prepared[j].at) for j in c.earlier[i] if f.speaker[b.mem_ids[j]] == said]
+    found: list[_Found] = []
+    asked: list[_Pair] = []
+    if not targets:
+        return found, asked
+    mine_new = tuple(v for v in c.frames[i] if v.replacing)
+    mine_old: tuple[FrameView, ...] | None = None
+    judged = b.cfg.pair_judge and reads(b.prepared[i].item.text)
+    test_pair = compare if judged else match  # (why the rules refuse matters only to the judge)
+    for target, at in targets:
+        if at <= b.prepared[i].at:
+            olds, news = f.as_old[target], mine_new
+        else:
+            if mine_old is None:
+                ((mine, _),) = yield Frames([b.prepared[i].item.text])
+                mine_old = tuple(v for v in mine if v.replaceable)
+            olds, news = mine_old, f.as_new[target]
+        refused = not (olds and news)  # an addition, a change by an amount, an event: nothing to replace
+        for old in olds:
+            for new in news:
+                v = test_pair(old, new, multi_valued=b.cfg.multi_valued)
+                if isinstance(v, Verdict):
+                    found.append((i, target, at, v))
+                elif v is not None:
+                    refused = True
+        if judged and not refused and reads(c.texts[target][0]):
+            asked.append((i, target, at))
+    return found, asked
+
+
+def _nearest_asked(b: _Batch, c: _Candidates, near: dict[int, list[tuple[str, float]]],
+                   asked: dict[int, list[_Pair]]) -> list[_Pair]:
+    """The pairs put to the pair judge: of each item's, at most ``pair_judge_candidates``, the nearest
+    in meaning first (a candidate found by a shared entity alone last)."""
+    out: list[_Pair] = []
+    for i, mine_asked in asked.items():
+        row = c.cosines[i]
+        closeness = dict(near.get(i, ()))
+        closeness.update((b.mem_ids[j], float(row[c.position[j]])) for j in c.earlier[i])
+        mine_asked.sort(key=lambda x: -closeness.get(x[1], -1.0))
+        out += mine_asked[: b.cfg.pair_judge_candidates]
+    return out
+
+
+def _graded(b: _Batch, found: Sequence[_Found]) -> Op[dict[tuple[int, str], _Decision]]:
+    """The verdicts graded by the cosine of their masked clauses: the best level of each (item,
+    candidate) pair, high or medium (below medium: left alone)."""
+    import numpy as np
+
+    best: dict[tuple[int, str], _Decision] = {}
+    if not found:
+        return best
+    masked = sorted({t for *_, v in found for t in (v.old_masked, v.new_masked)})
+    vectors = yield ClauseVectors(masked)
+    index = {t: np.asarray(vec, dtype=np.float32) for t, vec in zip(masked, vectors)}
+    lengths = {t: np.linalg.norm(vec) for t, vec in index.items()}  # (once per clause, not per pair)
+    rank = {HIGH: 2, MEDIUM: 1}
+    for i, target, at, v in found:
+        old, new = index[v.old_masked], index[v.new_masked]
+        cosine = float(old @ new / max(1e-9, float(lengths[v.old_masked] * lengths[v.new_masked])))
+        level, reasons = grade(v, cosine, high=b.cfg.frame_cosine_high, medium=b.cfg.frame_cosine_medium)
+        if level not in rank:
+            continue
+        have = best.get((i, target))
+        if have is None or rank[level] > rank[have.level]:
+            best[(i, target)] = _Decision(i, target, at, level, v, reasons)
+    return best
+
+
+def _apply_decisions(b: _Batch, decisions: Sequence[_Decision]) -> None:
+    """The decisions applied in event-time order: a high one supersedes (the older side), a medium one
+    is recorded as a conflict on both sides (``cfg.conflicts``)."""
+    d, mem_ids = b.d, b.mem_ids
     gone: set[str] = set()  # superseded in this plan
     for dec in decisions:
         i, new_id = dec.item, mem_ids[dec.item]
@@ -534,28 +781,26 @@ def _statement_plan(
             continue
         note = {"memory": dec.target, "confidence": dec.level, "value": [dec.verdict.old_value, dec.verdict.new_value],
                 "frame": [dec.verdict.old_clause, dec.verdict.new_clause], "why": "; ".join(dec.reasons)}
-        at = prepared[i].at
+        at = b.prepared[i].at
         if dec.level == HIGH and dec.at <= at:
-            _supersede(d, old=dec.target, new=new_id, at=at, user=user, mem_ids=mem_ids, current=current,
-                       stored=stored)
+            _supersede(b, old=dec.target, new=new_id, at=at)
             gone.add(dec.target)
             d.notes.setdefault(i, {}).setdefault("supersedes", []).append(note)
         elif dec.level == HIGH:  # back-filled: the stored statement is newer, this one is its history
-            _supersede(d, old=new_id, new=dec.target, at=dec.at, user=user, mem_ids=mem_ids, current=current,
-                       stored=stored)
+            _supersede(b, old=new_id, new=dec.target, at=dec.at)
             gone.add(new_id)
             d.notes.setdefault(i, {})["superseded_by"] = note
-        elif cfg.conflicts:
+        elif b.cfg.conflicts:
             newer, older = (new_id, dec.target) if dec.at <= at else (dec.target, new_id)
-            d.edges.append(EdgeRecord(newer, EDGE_CONFLICTS, older, user, 1.0, at=max(at, dec.at)))
+            d.edges.append(EdgeRecord(newer, EDGE_CONFLICTS, older, b.user, 1.0, at=max(at, dec.at)))
             d.notes.setdefault(i, {}).setdefault("conflicts", []).append(note)
             # the other side carries the same note, so that a recall hit of either one shows that it
             # may be out of date (or may replace the other) without another store round trip
-            _note_conflict(d, dec.target, {**note, "memory": new_id}, mem_ids, current, stored)
+            _note_conflict(b, dec.target, {**note, "memory": new_id})
 
 
-def _pair_judged(asked: Sequence[tuple[int, str, float]], best: dict[tuple[int, str], _Decision],
-                 prepared: Sequence["Prepared"], texts: dict[str, tuple[str, Any]], cfg: LifecycleConfig) -> Op[None]:
+def _pair_judged(b: _Batch, asked: Sequence[_Pair], best: dict[tuple[int, str], _Decision],
+                 texts: dict[str, tuple[str, Any]]) -> Op[None]:
     """The candidate pairs the rules did not act on, put to the pair judge (:mod:`ripple._pairjudge`):
     a probability at or above ``cfg.pair_judge_min`` makes the pair a high-confidence supersession.
 
@@ -568,10 +813,10 @@ def _pair_judged(asked: Sequence[tuple[int, str, float]], best: dict[tuple[int, 
         return
     ordered = []
     for i, target, at in pending:
-        mine, theirs = prepared[i].item.text, texts[target][0]
-        ordered.append((theirs, mine) if at <= prepared[i].at else (mine, theirs))
+        mine, theirs = b.prepared[i].item.text, texts[target][0]
+        ordered.append((theirs, mine) if at <= b.prepared[i].at else (mine, theirs))
     for (i, target, at), (old, new), p in zip(pending, ordered, (yield JudgePairs(ordered))):
-        if p < cfg.pair_judge_min:
+        if p < b.cfg.pair_judge_min:
             continue
         why = f"the pair judge: p {p:.3f}"
         prior = best.get((i, target))
@@ -610,19 +855,15 @@ def _earlier_candidates(
     return sorted(picked, key=position.__getitem__)
 
 
-def _judged(judge: Any, decisions: list[_Decision], prepared: Sequence["Prepared"], current: Any, mem_ids: Sequence[str],
-            stored: dict[str, StoredMemory]) -> Op[list[_Decision]]:
+def _judged(b: _Batch, judge: Any, decisions: list[_Decision]) -> Op[list[_Decision]]:
     """The medium decisions put to the configured judge: 'supersedes' makes one high, 'unrelated'
     drops it, anything else keeps it a conflict."""
     medium = [x for x in decisions if x.level == MEDIUM]
     if not medium:
         return decisions
-
-    def text_of(mid: str) -> str:
-        return prepared[mem_ids.index(mid)].item.text if mid in mem_ids else current(mid).text
-
-    cases = [JudgeCase(old_text=text_of(x.target), new_text=prepared[x.item].item.text, old_value=x.verdict.old_value,
-                       new_value=x.verdict.new_value, reasons=x.reasons) for x in medium]
+    cases = [JudgeCase(old_text=b.text_of(x.target), new_text=b.prepared[x.item].item.text,
+                       old_value=x.verdict.old_value, new_value=x.verdict.new_value, reasons=x.reasons)
+             for x in medium]
     answers = list((yield Judge(judge, cases)))
     verdicts = dict(zip(map(id, medium), answers))
     out = []
@@ -635,13 +876,13 @@ def _judged(judge: Any, decisions: list[_Decision], prepared: Sequence["Prepared
     return out
 
 
-def _note_conflict(d: Decisions, holder: str, note: dict[str, Any], mem_ids: Sequence[str], current: Any,
-                   stored: dict[str, StoredMemory]) -> None:
+def _note_conflict(b: _Batch, holder: str, note: dict[str, Any]) -> None:
     """Add a conflict note to ``holder``'s metadata (an item of this batch, or a stored memory rewritten)."""
-    if holder in mem_ids:
-        d.notes.setdefault(mem_ids.index(holder), {}).setdefault("conflicts", []).append(note)
-    elif holder in stored:
-        d.rewrites[holder] = with_ripple_notes(current(holder), lambda notes: notes.setdefault("conflicts", []).append(note))
+    if holder in b.mem_ids:
+        b.d.notes.setdefault(b.mem_ids.index(holder), {}).setdefault("conflicts", []).append(note)
+    elif holder in b.stored:
+        b.d.rewrites[holder] = with_ripple_notes(b.current(holder),
+                                                 lambda notes: notes.setdefault("conflicts", []).append(note))
 
 
 def _speaker(text: str) -> str | None:
@@ -661,18 +902,18 @@ def _title_key(text: str) -> str | None:
     return None if title is None else title_key(title)
 
 
-def _supersede(d: Decisions, *, old: str, new: str, at: float, user: str, mem_ids: Sequence[str],
-               current: Any, stored: dict[str, StoredMemory]) -> None:
+def _supersede(b: _Batch, *, old: str, new: str, at: float) -> None:
     """``old`` is no longer true from ``at``: it gets ``valid_to`` and a SUPERSEDES edge from ``new``."""
-    if old in mem_ids:
-        j = mem_ids.index(old)
+    d = b.d
+    if old in b.mem_ids:
+        j = b.mem_ids.index(old)
         if d.status.get(j) != INVALIDATED:
             d.status[j], d.valid_to[j] = SUPERSEDED, at
-    elif old in stored:
-        rec = current(old)
+    elif old in b.stored:
+        rec = b.current(old)
         if rec.status == ACTIVE:
             d.rewrites[old] = replace(rec, status=SUPERSEDED, valid_to=at)
-    d.edges.append(EdgeRecord(new, EDGE_SUPERSEDES, old, user, 1.0, at=at))
+    d.edges.append(EdgeRecord(new, EDGE_SUPERSEDES, old, b.user, 1.0, at=at))
 
 
 def _reinforce(d: Decisions, holder: str, i: int, mem_ids: Sequence[str], prepared: Sequence["Prepared"],
@@ -685,31 +926,28 @@ def _reinforce(d: Decisions, holder: str, i: int, mem_ids: Sequence[str], prepar
         d.rewrites[holder] = replace(rec, confidence=reinforced_confidence(rec.confidence, d.confidence[i], cfg.reinforce_step))
     d.confidence[i] = reinforced_confidence(d.confidence[i], d.confidence[i], cfg.reinforce_step)
 
-
-def _apply_link(d: Decisions, i: int, target: str, retracts: bool, at: float, user: str, mem_ids: Sequence[str],
-                terms: dict[int, list[str]], mentions: dict[int, set[str]], fetch: Any, current: Any,
-                stored: dict[str, StoredMemory]) -> Op[None]:
+def _apply_link(b: _Batch, i: int, target: str, retracts: bool, at: float) -> Op[None]:
     """Invalidate (retraction) or supersede (correction) ``target`` on behalf of item ``i``."""
+    d, mem_ids = b.d, b.mem_ids
     if retracts:
         if target in mem_ids:
             d.status[mem_ids.index(target)] = INVALIDATED
         else:
-            yield from fetch([target])
-            if target in stored:
-                d.rewrites[target] = replace(current(target), status=INVALIDATED)
-        d.edges.append(EdgeRecord(mem_ids[i], EDGE_RETRACTS, target, user, 1.0, at=at))
+            yield from b.fetch([target])
+            if target in b.stored:
+                d.rewrites[target] = replace(b.current(target), status=INVALIDATED)
+        d.edges.append(EdgeRecord(mem_ids[i], EDGE_RETRACTS, target, b.user, 1.0, at=at))
         return
     # a correction replaces what it corrects, and carries its words and entities so that the
     # questions the old memory answered now find the corrected one
     if target in mem_ids:
         j = mem_ids.index(target)
-        d.extra_terms[i] = tuple(terms[j])
-        d.extra_mentions[i] = sorted(mentions[j])
+        d.extra_terms[i] = tuple(b.terms[j])
+        d.extra_mentions[i] = sorted(b.mentions[j])
     else:
-        yield from fetch([target])
-        if target not in stored:
+        yield from b.fetch([target])
+        if target not in b.stored:
             return
-        d.extra_terms[i] = current(target).terms
-        rows = yield Expand(user, [target], [EDGE_MENTIONS])
-        d.extra_mentions[i] = sorted({n.target for n in rows if n.source == target})
-    _supersede(d, old=target, new=mem_ids[i], at=at, user=user, mem_ids=mem_ids, current=current, stored=stored)
+        d.extra_terms[i] = b.current(target).terms
+        d.extra_mentions[i] = sorted((yield from _mentioned(b, [target]))[target])
+    _supersede(b, old=target, new=mem_ids[i], at=at)
