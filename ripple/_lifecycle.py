@@ -916,16 +916,6 @@ def _supersede(b: _Batch, *, old: str, new: str, at: float) -> None:
     d.edges.append(EdgeRecord(new, EDGE_SUPERSEDES, old, b.user, 1.0, at=at))
 
 
-def _reinforce(d: Decisions, holder: str, i: int, mem_ids: Sequence[str], prepared: Sequence["Prepared"],
-               current: Any, stored: dict[str, StoredMemory], cfg: LifecycleConfig) -> None:
-    if holder in mem_ids:
-        j = mem_ids.index(holder)
-        d.confidence[j] = reinforced_confidence(d.confidence[j], d.confidence[i], cfg.reinforce_step)
-    elif holder in stored:
-        rec = current(holder)
-        d.rewrites[holder] = replace(rec, confidence=reinforced_confidence(rec.confidence, d.confidence[i], cfg.reinforce_step))
-    d.confidence[i] = reinforced_confidence(d.confidence[i], d.confidence[i], cfg.reinforce_step)
-
 def _apply_link(b: _Batch, i: int, target: str, retracts: bool, at: float) -> Op[None]:
     """Invalidate (retraction) or supersede (correction) ``target`` on behalf of item ``i``."""
     d, mem_ids = b.d, b.mem_ids
