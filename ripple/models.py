@@ -104,7 +104,7 @@ class PathStep(_Frozen):
 
     source: str
     target: str
-    edge: str  # MENTIONS | RELATED | NEXT
+    edge: str  # MENTIONS | RELATED | NEXT | NAMES_TITLE (the source's text names the target's title)
     weight: float
     label: str = Field("", description="entity name or relation, for people to read")
 

@@ -19,7 +19,7 @@ from .scoring import recency_factor, top
 if TYPE_CHECKING:
     from datetime import date
 
-__all__ = ["merge_channels", "merge_channels_reference", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "when_boosts", "time_answer_boosts", "question_factors", "path_to"]
+__all__ = ["merge_channels", "merge_channels_reference", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "title_links", "when_boosts", "time_answer_boosts", "question_factors", "path_to"]
 
 
 def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config: RecallConfig, k: int) -> list[Candidate]:
@@ -229,6 +229,53 @@ def title_boosts(query: str, records: Sequence[StoredMemory], weight: float) -> 
         if title is not None and names_title(query_key, title_key(title)):
             out[rec.id] = 1.0 + weight
     return out
+
+
+def title_links(cands: list[Candidate], records: Mapping[str, StoredMemory], weight: float,
+                sources: int) -> list[Candidate]:
+    """Lift the titled documents that the ``sources`` best candidates name to ``weight`` times the score of
+    the one naming them, and re-sort.
+
+    Why: a page that names another page's title links to it, as a wiki's hyperlink does ("Intrepid Wind
+    Farm\n... located in Sac and ... Iowa" names the page "Iowa\n...").  A multi-hop question names the
+    first page and asks about the second ("Who was president when the area where Intrepid Wind Farm is
+    located became a state?"), which shares no word with it; the link carries the first page's score to
+    the second, one hop away, so the second ranks just below it.  Sources are the best candidates after
+    the priors (where a question's first hop is, when it was found at all); targets are titled candidates
+    (chat turns have no title line: a store of chat alone is untouched).  A lifted candidate's ``via`` is
+    ``"title"``, its path the one link and ``channels["title"]`` the link's weight, so that its calibrated
+    relevance follows its source's as a spread hit's does (:func:`ripple.recall.relevance.through_source`).
+    """
+    if weight <= 0 or sources <= 0 or len(cands) < 2:
+        return cands
+    from extractors.heading import names_title, split_title, title_key
+    from extractors.normalize import entity_key
+
+    keys: dict[str, str] = {}
+    titles: dict[str, str] = {}
+    for c in cands:
+        title = split_title(records[c.id].text)
+        if title is not None:
+            keys[c.id], titles[c.id] = title_key(title), title
+    if not keys:
+        return cands
+    lifted = False
+    for src in cands[:sources]:
+        text = records[src.id].text
+        body = entity_key(text.partition("\n")[2] if src.id in keys else text)  # (a page's own title is no link)
+        floor = weight * src.score
+        for c in cands:
+            key = keys.get(c.id)
+            if key is None or c is src or c.score >= floor or not names_title(body, key):
+                continue
+            c.score = floor
+            c.via = "title"
+            c.channels["title"] = weight  # (as a channel's activation: the hit's relevance follows its source's)
+            c.path = [Edge(src.id, c.id, weight, type="NAMES_TITLE", predicate=titles[c.id])]
+            lifted = True
+    if lifted:
+        cands.sort(key=lambda c: (-c.score, c.id))
+    return cands
 
 
 def when_boosts(query: str, now: float, records: Sequence[StoredMemory], weight: float) -> dict[str, float]:

@@ -28,7 +28,7 @@ from .._requests import CollectAhead, ReadAhead, Request
 from .candidates import PlanResult, Seeded, StageTimer
 from .channels import spread_stage
 from .config import RecallConfig
-from .merge import apply_priors, kept_count, merge_channels
+from .merge import apply_priors, kept_count, merge_channels, title_links
 from .query import QueryInput
 from .relevance import assign_relevance, query_signals
 from .rerank import rerank_stage
@@ -55,6 +55,7 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, 
     statuses = tuple(config.merge.include_statuses)
     cands = [c for c in cands if c.id in records and records[c.id].status in statuses]
     cands, time_w = apply_priors(q, cands, records, config.merge)
+    cands = title_links(cands, records, config.merge.title_link_weight, config.merge.title_link_sources)
     timer.lap("merge.records", len(cands), time_weight=time_w)
     cands = yield from rerank_stage(q, cands, records, config.rerank, timer)
     hits = cands[: q.k]

@@ -30,7 +30,7 @@ __all__ = ["DEFAULT", "FLAT", "BM25", "HYBRID", "PPR", "RECIPES", "ABLATIONS", "
 
 #: No prior read from the records: what the baselines rank by is their route alone.
 _NO_PRIORS = MergeConfig(recency_cue_weight=0.0, confidence_weight=0.0, speaker_weight=0.0, title_weight=0.0, question_weight=0.0,
-                         when_weight=0.0, tiers=TierConfig(enabled=False))
+                         when_weight=0.0, title_link_weight=0.0, tiers=TierConfig(enabled=False))
 _NO_SPREAD = SpreadConfig(channels=())
 
 #: ripple's default: fused seeds with MaxSim, session and entity channels, the record priors.
@@ -76,6 +76,8 @@ ABLATIONS: Mapping[str, RecallConfig] = MappingProxyType({
     "nospeaker": _merge(speaker_weight=0.0),
     # no bonus for documents whose title line the query names
     "notitle": _merge(title_weight=0.0),
+    # no lift for documents whose title one of the strongest candidates names
+    "notitlelink": _merge(title_link_weight=0.0),
     # no bonus for memories in (or naming) a time the query names
     "nowhen": _merge(when_weight=0.0),
     "notimeanswer": _merge(time_answer_weight=0.0),

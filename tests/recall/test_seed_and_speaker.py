@@ -127,7 +127,9 @@ def test_recall_prefers_the_document_the_query_is_about(tmp_path: Path, embedder
         mem.add_many([{"text": t, "user_id": "u"} for t in docs])
         on = mem.recall("Where was Philip Carlo born?", user_id="u", k=3, touch=False)
         assert on.hits[0].memory.text.startswith("Philip Carlo\n")
-        mem.config = RecallConfig().model_copy(update={"merge": RecallConfig().merge.model_copy(update={"title_weight": 0.0})})
+        # (the title link off too: without the prior, the Kuklinski page, which names Philip Carlo, would lift his)
+        off_merge = RecallConfig().merge.model_copy(update={"title_weight": 0.0, "title_link_weight": 0.0})
+        mem.config = RecallConfig().model_copy(update={"merge": off_merge})
         off = mem.recall("Where was Philip Carlo born?", user_id="u", k=3, touch=False)
         assert off.hits[0].memory.text.startswith("Kuklinski")  # without the prior, the mention wins
         by_id = {h.memory.id: h.score for h in off.hits}
