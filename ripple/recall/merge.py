@@ -266,7 +266,8 @@ def title_links(cands: list[Candidate], records: Mapping[str, StoredMemory], wei
         floor = weight * src.score
         for c in cands:
             key = keys.get(c.id)
-            if key is None or c is src or c.score >= floor or not names_title(body, key):
+            # (nor one to another passage of the same page: MuSiQue keeps several paragraphs under one title)
+            if key is None or key == keys.get(src.id) or c.score >= floor or not names_title(body, key):
                 continue
             c.score = floor
             c.via = "title"
