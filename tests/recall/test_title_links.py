@@ -98,3 +98,15 @@ def test_recall_follows_the_link_a_two_hop_question_needs(tmp_path: Path, embedd
         assert all(h.via != "title" for h in off.hits)
         alone = next(h for h in off.hits if h.memory.text == CITY.text)
         assert alone.score < on.hits[1].score and alone.path != on.hits[1].path
+
+
+def test_a_chinese_page_names_a_chinese_title() -> None:
+    """CJK titles are matched inside the text (no spaces between words), as the title prior matches them."""
+    records = {
+        "chengdu": _Rec("chengdu", "成都\n成都是四川省的省会，以美食闻名。"),
+        "sichuan": _Rec("sichuan", "四川省\n四川省位于中国西南部，简称川。"),
+        "wuhan": _Rec("wuhan", "武汉\n武汉是湖北省的省会。"),
+    }
+    got = title_links(_cands(("chengdu", 1.0), ("wuhan", 0.4), ("sichuan", 0.2)), records, 0.9, 3)
+    assert [(c.id, round(c.score, 6), c.via) for c in got] == [
+        ("chengdu", 1.0, "seed"), ("sichuan", 0.9, "title"), ("wuhan", 0.4, "seed")]
