@@ -362,7 +362,7 @@ class MergeConfig(_Config):
         description="a titled document named by one of the strongest candidates ('Intrepid Wind Farm ... located in"
                     " ... Iowa' names the page 'Iowa\\n...') scores at least this share of the naming one's score (the link a"
                     " multi-hop question follows; ripple.recall.merge.title_links); 0 turns it off. It lifted HotpotQA R@5"
-                    " .870 -> .950 and MuSiQue .668 -> .690; chat turns have no title line and are untouched",
+                    " .870 -> .950 and MuSiQue .668 -> .698; chat turns have no title line and are untouched",
     )
     title_link_sources: int = Field(3, ge=0, description="the best candidates whose texts are read for titles they name")
     when_weight: float = Field(

@@ -242,7 +242,9 @@ def title_links(cands: list[Candidate], records: Mapping[str, StoredMemory], wei
     located became a state?"), which shares no word with it; the link carries the first page's score to
     the second, one hop away, so the second ranks just below it.  Sources are the best candidates after
     the priors (where a question's first hop is, when it was found at all); targets are titled candidates
-    (chat turns have no title line: a store of chat alone is untouched).  A lifted candidate's ``via`` is
+    (chat turns have no title line: a store of chat alone is untouched); a page with several passages is
+    lifted once, by its best one, and a passage never links to another of its own page.  A lifted
+    candidate's ``via`` is
     ``"title"``, its path the one link and ``channels["title"]`` the link's weight, so that its calibrated
     relevance follows its source's as a spread hit's does (:func:`ripple.recall.relevance.through_source`).
     """
@@ -264,10 +266,14 @@ def title_links(cands: list[Candidate], records: Mapping[str, StoredMemory], wei
         text = records[src.id].text
         body = entity_key(text.partition("\n")[2] if src.id in keys else text)  # (a page's own title is no link)
         floor = weight * src.score
+        linked: set[str] = set()  # titles this source links to: a page is lifted once, its best passage
         for c in cands:
             key = keys.get(c.id)
             # (nor one to another passage of the same page: MuSiQue keeps several paragraphs under one title)
-            if key is None or key == keys.get(src.id) or c.score >= floor or not names_title(body, key):
+            if key is None or key in linked or key == keys.get(src.id) or not names_title(body, key):
+                continue
+            linked.add(key)
+            if c.score >= floor:
                 continue
             c.score = floor
             c.via = "title"

@@ -55,6 +55,11 @@ def test_no_lift_from_a_page_s_own_title_above_the_floor_or_beyond_the_sources()
     records = {**RECORDS, "city2": _Rec("city2", "West Chicago\nThe city was first named Junction.")}
     got = title_links(_cands(("city", 1.0), ("city2", 0.2)), records, 0.9, 3)
     assert [(c.id, c.score, c.via) for c in got] == [("city", 1.0, "seed"), ("city2", 0.2, "seed")]
+    # a page is lifted once: its best passage (the others of its title stay where they are)
+    records = {**RECORDS, "city2": _Rec("city2", "West Chicago\nThe city was first named Junction.")}
+    got = title_links(_cands(("fawell", 1.0), ("city", 0.3), ("city2", 0.2)), records, 0.9, 3)
+    assert [(c.id, round(c.score, 6), c.via) for c in got] == [("fawell", 1.0, "seed"), ("city", 0.9, "title"),
+                                                                 ("city2", 0.2, "seed")]
     # a target already above weight x the source's score keeps its own
     got = title_links(_cands(("fawell", 1.0), ("city", 0.95)), RECORDS, 0.9, 3)
     assert got[1].score == pytest.approx(0.95) and got[1].via == "seed"
