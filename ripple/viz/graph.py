@@ -30,6 +30,7 @@ from typing import Any, Iterable, Mapping, Sequence
 __all__ = [
     "DEFAULT_LIMIT",
     "EDGE_KINDS",
+    "PATH_KINDS",
     "ENTITY_GROUPS",
     "MEMORY_STATUSES",
     "GraphIndex",
@@ -41,6 +42,9 @@ __all__ = [
 
 DEFAULT_LIMIT = 100
 EDGE_KINDS = ("MENTIONS", "RELATED", "NEXT", "SUPERSEDES", "RETRACTS")
+#: Kinds a recall path may step along that the store keeps no edge of: a title link (one memory's text names
+#: another's title; :func:`ripple.recall.merge.title_links`), drawn only on the paths that took it.
+PATH_KINDS = ("NAMES_TITLE",)
 MEMORY_STATUSES = ("active", "superseded", "invalidated")
 # Entity labels (spaCy NER, POS fallbacks, ripple's own) folded into the few classes a legend can show.
 ENTITY_GROUPS = ("self", "person", "organisation", "place", "time-value", "named", "concept")
@@ -328,7 +332,7 @@ class GraphView:
             "user_id": self.user_id, "mode": self.mode, "query": self.query, "focus": self.focus,
             "nodes": list(self.nodes), "edges": list(self.edges), "hits": list(self.hits),
             "totals": dict(self.totals), "shown": dict(self.shown), "notes": list(self.notes), "limit": self.limit,
-            "edge_kinds": list(EDGE_KINDS), "entity_groups": list(ENTITY_GROUPS),
+            "edge_kinds": [*EDGE_KINDS, *PATH_KINDS], "entity_groups": list(ENTITY_GROUPS),
             "memory_statuses": list(MEMORY_STATUSES),
         }
 

@@ -190,6 +190,15 @@ def test_a_path_step_the_export_lacks_is_still_drawn(index: GraphIndex) -> None:
     assert _edge(view, "RELATED", "m_4", "m_6")["on_path"] is True
 
 
+def test_a_title_link_is_drawn_on_its_path_and_in_the_legend(index: GraphIndex) -> None:
+    """A title link (one memory's text names another's title) is no stored edge: drawn from the path alone."""
+    hit = HitMark(id="m_6", rank=1, score=0.5, via="title", path=(("m_4", "NAMES_TITLE", "m_6"),))
+    view = build_graph(index, hits=[hit])
+    edge = _edge(view, "NAMES_TITLE", "m_4", "m_6")
+    assert edge["on_path"] is True and edge["label"] == "NAMES_TITLE"
+    assert "NAMES_TITLE" in view.to_data()["edge_kinds"]
+
+
 def test_a_hit_missing_from_the_export_is_drawn_from_the_hit() -> None:
     index = GraphIndex.from_records(sample.records())
     view = build_graph(index, hits=[HitMark(id="m_new", rank=1, score=0.3, text="刚刚说的话", status="active")])
