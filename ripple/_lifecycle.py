@@ -172,6 +172,10 @@ class _Batch:
             for rec in (yield GetMemories(want)):
                 self.stored[rec.id] = rec
 
+    def known(self, mid: str) -> bool:
+        """Whether a stored memory was read (or rewritten) by this batch: one deleted meanwhile was not."""
+        return mid in self.stored or mid in self.d.rewrites
+
     def current(self, mid: str) -> StoredMemory:
         """A stored memory as the decisions so far leave it."""
         return self.d.rewrites.get(mid) or self.stored[mid]
@@ -184,7 +188,7 @@ class _Batch:
         """Who said each memory (None: no named speaker), as ``extra["speaker"]`` names a new item's."""
         yield from self.fetch([m for m in ids if m not in self.mem_ids])
         return [self.said(self.mem_ids.index(m)) if m in self.mem_ids
-                else _speaker(self.current(m).text) if m in self.stored or m in self.d.rewrites else None
+                else _speaker(self.current(m).text) if self.known(m) else None
                 for m in ids]
 
     def text_of(self, mid: str) -> str:
@@ -268,7 +272,7 @@ def _duplicates(b: _Batch, order: Sequence[int], near: dict[int, list[tuple[str,
             kept.append(i)
             continue
         d.duplicate_of[i] = target
-        if target in b.stored or target in d.rewrites:
+        if b.known(target):
             rec = b.current(target)
             d.rewrites[target] = replace(
                 rec, mentions=rec.mentions + 1, last_seen=max(b.prepared[i].at, rec.last_seen or rec.at),
@@ -374,8 +378,9 @@ def _retractable(b: _Batch, i: int, options: Sequence[tuple[float, str]]) -> Op[
     itself, not said after it, and said by its own speaker."""
     at = b.prepared[i].at
     yield from b.fetch([m for _, m in options if m not in b.mem_ids])
-    options = [o for o in options if o[1] in b.mem_ids or
-               (b.current(o[1]).kind not in ("retraction", "correction") and b.current(o[1]).at <= at)]
+    # (a stored option the read did not return was deleted by another client since the search found it)
+    options = [o for o in options if o[1] in b.mem_ids or (b.known(o[1]) and
+               b.current(o[1]).kind not in ("retraction", "correction") and b.current(o[1]).at <= at)]
     # (one takes back only one's own words: not what another speaker said)
     said = yield from b.who_said([m for _, m in options])
     return [o for o, who in zip(options, said) if who == b.said(i)]

@@ -254,6 +254,28 @@ def test_a_repeat_of_a_memory_deleted_while_its_batch_decides_does_not_fail(mem:
     assert mem.get(first.id).mentions == 2
 
 
+def test_a_retraction_whose_target_is_deleted_while_it_decides_does_not_fail(mem: Memory) -> None:
+    """Another client deletes the memory a retraction's words point at between the vector search that found it
+    and the read of its record: the retraction is written, with nothing to take back, instead of failing."""
+    plan = say(mem, "The plan is to launch the pop-up shop in Lisbon in May.", 0)
+    store = mem.store
+    real = store.get_memories
+
+    def deleting(ids: Any, *, with_vectors: bool = False) -> Any:
+        if plan.id in ids:
+            store.delete_memories([plan.id])
+        return real(ids, with_vectors=with_vectors)
+
+    store.get_memories = deleting  # type: ignore[method-assign]
+    try:
+        (taken,) = mem.add("Never mind, drop the plan.", user_id="u1", session_id="s2", at=T0 + timedelta(days=1))
+    finally:
+        del store.get_memories
+    assert taken.kind == "retraction" and taken.status == "active"
+    note = taken.metadata["ripple"]
+    assert note["retracts"] is None and note["reason"] == "no memory close enough to 'the plan'"
+
+
 def test_a_hedged_statement_is_kept_at_low_confidence_and_repetition_raises_it(mem: Memory) -> None:
     hedged = say(mem, "I know a bit of Rust.", 0)
     sure = say(mem, "I work at Northwind Traders.", 0.1)
