@@ -164,6 +164,13 @@ class _Batch:
     # stored memories fetched so far, without their vectors: the decisions read text, terms and the
     # lifecycle fields; only a memory that is rewritten needs its vectors (see _with_vectors)
     stored: dict[str, StoredMemory] = field(default_factory=dict)
+    # new memory id -> its item (the first, as ``mem_ids.index`` finds it): a batch of a whole conversation
+    # asks this per candidate and decision, which a scan of ``mem_ids`` made quadratic in the batch
+    item_of: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for n, mid in enumerate(self.mem_ids):
+            self.item_of.setdefault(mid, n)
 
     def fetch(self, ids: Sequence[str]) -> Op[None]:
         """Read the stored memories of ``ids`` that were neither read nor rewritten yet."""
@@ -186,14 +193,14 @@ class _Batch:
 
     def who_said(self, ids: Sequence[str]) -> Op[list[str | None]]:
         """Who said each memory (None: no named speaker), as ``extra["speaker"]`` names a new item's."""
-        yield from self.fetch([m for m in ids if m not in self.mem_ids])
-        return [self.said(self.mem_ids.index(m)) if m in self.mem_ids
+        yield from self.fetch([m for m in ids if m not in self.item_of])
+        return [self.said(self.item_of[m]) if m in self.item_of
                 else _speaker(self.current(m).text) if self.known(m) else None
                 for m in ids]
 
     def text_of(self, mid: str) -> str:
         """The text of a memory: a new item's or a stored one's."""
-        return self.prepared[self.mem_ids.index(mid)].item.text if mid in self.mem_ids else self.current(mid).text
+        return self.prepared[self.item_of[mid]].item.text if mid in self.item_of else self.current(mid).text
 
 
 def lifecycle_plan(
@@ -377,9 +384,9 @@ def _retractable(b: _Batch, i: int, options: Sequence[tuple[float, str]]) -> Op[
     """The ``(cosine, memory)`` options retraction ``i`` can take back: not a retraction or correction
     itself, not said after it, and said by its own speaker."""
     at = b.prepared[i].at
-    yield from b.fetch([m for _, m in options if m not in b.mem_ids])
+    yield from b.fetch([m for _, m in options if m not in b.item_of])
     # (a stored option the read did not return was deleted by another client since the search found it)
-    options = [o for o in options if o[1] in b.mem_ids or (b.known(o[1]) and
+    options = [o for o in options if o[1] in b.item_of or (b.known(o[1]) and
                b.current(o[1]).kind not in ("retraction", "correction") and b.current(o[1]).at <= at)]
     # (one takes back only one's own words: not what another speaker said)
     said = yield from b.who_said([m for _, m in options])
@@ -883,8 +890,8 @@ def _judged(b: _Batch, judge: Any, decisions: list[_Decision]) -> Op[list[_Decis
 
 def _note_conflict(b: _Batch, holder: str, note: dict[str, Any]) -> None:
     """Add a conflict note to ``holder``'s metadata (an item of this batch, or a stored memory rewritten)."""
-    if holder in b.mem_ids:
-        b.d.notes.setdefault(b.mem_ids.index(holder), {}).setdefault("conflicts", []).append(note)
+    if holder in b.item_of:
+        b.d.notes.setdefault(b.item_of[holder], {}).setdefault("conflicts", []).append(note)
     elif holder in b.stored:
         b.d.rewrites[holder] = with_ripple_notes(b.current(holder),
                                                  lambda notes: notes.setdefault("conflicts", []).append(note))
@@ -910,8 +917,8 @@ def _title_key(text: str) -> str | None:
 def _supersede(b: _Batch, *, old: str, new: str, at: float) -> None:
     """``old`` is no longer true from ``at``: it gets ``valid_to`` and a SUPERSEDES edge from ``new``."""
     d = b.d
-    if old in b.mem_ids:
-        j = b.mem_ids.index(old)
+    if old in b.item_of:
+        j = b.item_of[old]
         if d.status.get(j) != INVALIDATED:
             d.status[j], d.valid_to[j] = SUPERSEDED, at
     elif old in b.stored:
@@ -925,8 +932,8 @@ def _apply_link(b: _Batch, i: int, target: str, retracts: bool, at: float) -> Op
     """Invalidate (retraction) or supersede (correction) ``target`` on behalf of item ``i``."""
     d, mem_ids = b.d, b.mem_ids
     if retracts:
-        if target in mem_ids:
-            d.status[mem_ids.index(target)] = INVALIDATED
+        if target in b.item_of:
+            d.status[b.item_of[target]] = INVALIDATED
         else:
             yield from b.fetch([target])
             if target in b.stored:
@@ -935,8 +942,8 @@ def _apply_link(b: _Batch, i: int, target: str, retracts: bool, at: float) -> Op
         return
     # a correction replaces what it corrects, and carries its words and entities so that the
     # questions the old memory answered now find the corrected one
-    if target in mem_ids:
-        j = mem_ids.index(target)
+    if target in b.item_of:
+        j = b.item_of[target]
         d.extra_terms[i] = tuple(b.terms[j])
         d.extra_mentions[i] = sorted(b.mentions[j])
     else:
