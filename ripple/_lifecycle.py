@@ -225,9 +225,11 @@ def lifecycle_plan(
     order = sorted(idxs, key=lambda i: (prepared[i].at, i))
     for i in idxs:
         b.d.confidence[i] = float(getattr(prepared[i].extraction, "confidence", 1.0))
-    near = yield from _nearest(b, order)
-    if cfg.dedup and order:
-        order = yield from _duplicates(b, order, near)
+    # (the nearest search and the repeat check read the same rows: stacked once)
+    vectors = _stacked(prepared, order) if order and (cfg.dedup or cfg.supersede) else None
+    near = yield from _nearest(b, order, vectors)
+    if cfg.dedup and vectors is not None:
+        order = yield from _duplicates(b, order, near, vectors)
     yield from _links(b, order)
     fact_keys = _profile_facts(b, order, resolved, self_id)
     # ---- statements: a new value of the same statement supersedes the old one (see ripple._supersede)
@@ -244,16 +246,18 @@ def _stacked(prepared: Sequence["Prepared"], order: Sequence[int]) -> "np.ndarra
     return np.vstack([prepared[i].vector for i in order]).astype(np.float32)
 
 
-def _nearest(b: _Batch, order: Sequence[int]) -> Op[dict[int, list[tuple[str, float]]]]:
-    """The nearest active memories of each item: repeats, and statements it may replace."""
+def _nearest(b: _Batch, order: Sequence[int], vectors: "np.ndarray | None") -> Op[dict[int, list[tuple[str, float]]]]:
+    """The nearest active memories of each item (``vectors``: theirs, one row each, in ``order``): repeats,
+    and statements it may replace."""
     k_near = max(3 if b.cfg.dedup else 0, b.cfg.candidates if b.cfg.supersede else 0)
-    if not (k_near and order):
+    if not k_near or vectors is None:
         return {}
-    found = yield NearestMemoriesBatch(b.user, _stacked(b.prepared, order), k_near, (ACTIVE,))
+    found = yield NearestMemoriesBatch(b.user, vectors, k_near, (ACTIVE,))
     return dict(zip(order, found))
 
 
-def _duplicates(b: _Batch, order: Sequence[int], near: dict[int, list[tuple[str, float]]]) -> Op[list[int]]:
+def _duplicates(b: _Batch, order: Sequence[int], near: dict[int, list[tuple[str, float]]],
+                vectors: "np.ndarray") -> Op[list[int]]:
     """Near-duplicates: reinforce the memory already there instead of adding a copy.
 
     Returns the items that repeat nothing, in event-time order: the later stages decide only those."""
@@ -266,7 +270,7 @@ def _duplicates(b: _Batch, order: Sequence[int], near: dict[int, list[tuple[str,
     if cand_ids:
         yield from b.fetch(cand_ids)
         cand_mentions = yield from _mentioned(b, cand_ids)
-    norms = {i: v / max(1e-9, float(np.linalg.norm(v))) for i, v in zip(order, _stacked(b.prepared, order))}
+    norms = {i: v / max(1e-9, float(np.linalg.norm(v))) for i, v in zip(order, vectors)}
     kept: list[int] = []
     for i in order:
         target = _stored_repeat(b, i, close[i], cand_mentions)
@@ -564,19 +568,17 @@ def _stored_candidates(
 ) -> Op[dict[int, set[str]]]:
     """The stored memories each new item may replace: its nearest (from the repeat check), the ones
     holding a fact with the same key, and the latest that mention one of its ``shared`` entities."""
-    in_batch = set(b.mem_ids)
     cands: dict[int, set[str]] = {
         i: {m for m, score in near.get(i, ())[: b.cfg.candidates] if score >= b.cfg.candidate_cosine
-            and m not in in_batch}
+            and m not in b.item_of}
         for i in new_frames
     }
-    yield from _same_fact_key(b, cands, fact_keys, in_batch)
-    yield from _mentioning_shared(b, cands, shared, in_batch)
+    yield from _same_fact_key(b, cands, fact_keys)
+    yield from _mentioning_shared(b, cands, shared)
     return cands
 
 
-def _same_fact_key(b: _Batch, cands: dict[int, set[str]], fact_keys: dict[int, set[tuple[str, str]]],
-                   in_batch: set[str]) -> Op[None]:
+def _same_fact_key(b: _Batch, cands: dict[int, set[str]], fact_keys: dict[int, set[tuple[str, str]]]) -> Op[None]:
     """Add to ``cands`` the memories holding a fact with the same subject and attribute ("I live in
     ..." / "I moved to ...")."""
     keyed = {i: fact_keys[i] for i in cands if i in fact_keys}
@@ -586,12 +588,11 @@ def _same_fact_key(b: _Batch, cands: dict[int, set[str]], fact_keys: dict[int, s
     attributes = sorted({a for ks in keyed.values() for _, a in ks})
     for e in (yield RelatedEdges(b.user, subjects, attributes)):
         for i, ks in keyed.items():
-            if (e.src, e.predicate) in ks and e.evidence and e.evidence not in in_batch:
+            if (e.src, e.predicate) in ks and e.evidence and e.evidence not in b.item_of:
                 cands[i].add(e.evidence)
 
 
-def _mentioning_shared(b: _Batch, cands: dict[int, set[str]], shared: dict[int, set[str]],
-                       in_batch: set[str]) -> Op[None]:
+def _mentioning_shared(b: _Batch, cands: dict[int, set[str]], shared: dict[int, set[str]]) -> Op[None]:
     """Add to ``cands`` the latest memories that mention one of the item's entities (not its speaker)."""
     entity_ids = sorted({e for ids in shared.values() for e in ids})
     if not (entity_ids and b.cfg.per_entity):
@@ -600,7 +601,7 @@ def _mentioning_shared(b: _Batch, cands: dict[int, set[str]], shared: dict[int, 
     for eid, mid in (yield MemoriesMentioning(b.user, entity_ids, per_entity=b.cfg.per_entity)):
         by_entity.setdefault(eid, []).append(mid)
     for i, ids in shared.items():
-        cands[i].update(m for e in ids for m in by_entity.get(e, ()) if m not in in_batch)
+        cands[i].update(m for e in ids for m in by_entity.get(e, ()) if m not in b.item_of)
 
 
 def _batch_cosines(b: _Batch, order: Sequence[int], position: dict[int, int],

@@ -244,9 +244,9 @@ def title_links(cands: list[Candidate], records: Mapping[str, StoredMemory], wei
     the priors (where a question's first hop is, when it was found at all); targets are titled candidates
     (chat turns have no title line: a store of chat alone is untouched); a page with several passages is
     lifted once, by its best one, and a passage never links to another of its own page.  A lifted
-    candidate's ``via`` is
-    ``"title"``, its path the one link and ``channels["title"]`` the link's weight, so that its calibrated
-    relevance follows its source's as a spread hit's does (:func:`ripple.recall.relevance.through_source`).
+    candidate's ``via`` is ``"title"``, its path the one link and ``channels["title"]`` the link's weight,
+    so that its calibrated relevance follows its source's as a spread hit's does
+    (:func:`ripple.recall.relevance.through_source`).
     """
     if weight <= 0 or sources <= 0 or len(cands) < 2:
         return cands
