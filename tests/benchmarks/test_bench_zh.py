@@ -31,7 +31,7 @@ def _sessions(conv: dict) -> list[tuple[int, list[dict]]]:
 
 
 def test_chat_file_is_locomo_shaped(raw_chat) -> None:
-    assert len(raw_chat) >= 2
+    assert [item["sample_id"] for item in raw_chat] == ["zh-conv-1", "zh-conv-2", "zh-conv-3"]
     for item in raw_chat:
         assert set(item) >= {"sample_id", "conversation", "qa"}
         conv = item["conversation"]
@@ -62,9 +62,11 @@ def test_chat_loads_with_every_question_and_turn(chat, raw_chat) -> None:
     assert info["sessions_without_date"] == 0
     assert info["dropped_no_evidence"] == []
     assert info["evidence_cleaning"] == {}  # every id well-formed and resolving: nothing to clean
-    assert chat.n_docs == sum(len(t) for item in raw_chat for _, t in _sessions(item["conversation"])) >= 300
-    assert len(chat.queries) == sum(len(item["qa"]) for item in raw_chat) >= 100
-    assert set(Counter(q.category for q in chat.queries)) == {"multi-hop", "temporal", "open-domain", "single-hop"}
+    assert chat.n_docs == sum(len(t) for item in raw_chat for _, t in _sessions(item["conversation"])) == 578
+    assert len(chat.queries) == sum(len(item["qa"]) for item in raw_chat) == 206
+    assert Counter(q.category for q in chat.queries) == {"multi-hop": 40, "temporal": 47, "open-domain": 16,
+                                                         "single-hop": 103}
+    assert len({d.user_id for d in chat.docs}) == len(raw_chat) == 3  # three users to calibrate "anything relevant?"
 
 
 def test_chat_evidence_resolves_within_the_user(chat) -> None:
@@ -101,7 +103,7 @@ def test_chat_multi_hop_spans_sessions(raw_chat) -> None:
 def test_chat_is_chinese_with_some_english_questions(chat) -> None:
     assert all(_CJK.search(d.text) for d in chat.docs)
     english = [q for q in chat.queries if not _CJK.search(q.text)]
-    assert 10 <= len(english) <= 15
+    assert len(english) == 20
     assert {q.user_id for q in english} == {q.user_id for q in chat.queries}
 
 
