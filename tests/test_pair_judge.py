@@ -103,6 +103,19 @@ def test_another_kind_of_name_or_another_event_is_refused_to_the_judge(
         assert mem.get(a.id).status == "active" and mem.get(b.id).status == "active"
 
 
+def test_the_same_words_said_again_are_a_repeat_not_a_change(
+        tmp_path: Path, embedder: Any, extractor: Any, clock: Clock) -> None:
+    """Written without dedup, a text said again word for word is never put to the judge (asked, it reads
+    "Work was exhausting today, lots of meetings." after itself as a change: the synthetic store's
+    commonest false supersession)."""
+    said = "Work was exhausting today, lots of meetings."
+    judge = load_pair_judge()
+    assert judge([(said, said)])[0] >= PAIR_JUDGE_MIN  # (what the judge would have said)
+    cfg = JUDGED.model_copy(update={"dedup": False})
+    old, new, notes = _write(tmp_path, "again", embedder, extractor, clock, cfg, (said, "work was exhausting  today, lots of meetings."))
+    assert (old, new) == ("active", "active") and "supersedes" not in notes
+
+
 def test_the_async_twin_asks_the_judge_too(tmp_path: Path, embedder: Any, extractor: Any) -> None:
     """The judge is a local request of the shared write plan: AsyncMemory runs it like Memory does."""
     import anyio
