@@ -739,13 +739,13 @@ def _item_pairs(b: _Batch, c: _Candidates, f: _CandidateFrames, i: int) -> Op[tu
                     found.append((i, target, at, v))
                 elif v is not None:
                     refused = True
-        if judged and not refused and reads(c.texts[target][0]) and not _same_words(b.prepared[i].item.text,
+        if judged and not refused and reads(c.texts[target][0]) and not _said_again(b.prepared[i].item.text,
                                                                                    c.texts[target][0]):
             asked.append((i, target, at))
     return found, asked
 
 
-def _same_words(a: str, b: str) -> bool:
+def _said_again(a: str, b: str) -> bool:
     """Whether two texts say the same words (case and spacing aside): a repeat, never a change, so never
     put to the pair judge (which read 80 such pairs of the synthetic store, written without dedup, as
     changes: benchmarks/RESULTS.md, "A learned pair judge")."""
