@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -28,10 +29,11 @@ from benchmarks.datasets import PROJECT_ROOT, default_data_dir
 from benchmarks.supersession import load_items
 from ripple._pairjudge import pooled_pairs
 
-__all__ = ["UNSEEN", "CHAT_TRAIN", "pairs", "chat_negatives", "train", "register", "run"]
+__all__ = ["UNSEEN", "CHAT_TRAIN", "pairs", "chat_negatives", "synthetic_negatives", "train", "register", "run"]
 
-#: Sealed splits nobody has scored yet: never read for training or selection.
-UNSEEN = ("heldout7",)
+#: Sealed splits nobody has scored yet: never read for training or selection (heldout7, scored on Dec 4
+#: morning, trains the judge since Dec 4 afternoon).
+UNSEEN = ("heldout8",)
 #: LoCoMo conversations whose turns give the judge chat negatives; the other two of the dev split (conv-41,
 #: conv-42) and the Chinese chat set stay out, to check on chat the judge has not seen that it
 #: supersedes nothing there (``python -m benchmarks supersession --chat``).
@@ -95,6 +97,48 @@ def chat_negatives(conversations: Sequence[str] = CHAT_TRAIN, per_turn: int = 2)
                             "old": earlier[int(j)], "old_text": turns[earlier[int(j)]].text, "new_text": turn.text,
                             "label": 0})
     return out
+
+
+#: The synthetic store the negatives below come from: a seed the benchmarks never use (their stores are
+#: seed 0), so its names are not the ones the judge is checked on.
+SYNTHETIC_SEED = 1
+_NAME = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)*")
+_NOT_NAMES = frozenset({"I", "We", "The", "My", "Our", "Reminder", "Work", "Thanks", "Project"})
+
+
+def synthetic_negatives(n_memories: int = 2_000, limit: int = 600, seed: int = SYNTHETIC_SEED) -> list[dict[str, Any]]:
+    """Negative pairs from a synthetic store: a speaker's two turns of different templates that name the
+    same person, place or organisation ("The Brodis Logistics team in New Fousnia shipped a big update."
+    then "I'm flying to New Fousnia next week for a conference.").
+
+    Why: trained on labelled items and chat alone, the judge read a shared name and a new sentence as a
+    change: with it on, a 2,000-memory synthetic store (seed 0, dedup off) had 582 memories superseded
+    where the rules supersede 51.  Two turns of one template with another name ("X moved to Y", then
+    "... to Z") may be a change and are left out; so are repeats (never put to the judge)."""
+    from benchmarks.datasets import synthetic
+
+    def shape(body: str) -> tuple[str, frozenset[str]]:
+        names = frozenset(n for n in _NAME.findall(body) if n not in _NOT_NAMES)
+        return _NAME.sub("X", body), names
+
+    turns = []
+    for doc in synthetic(n_memories, n_users=1, seed=seed, n_queries=1).docs:
+        speaker, _, body = doc.text.partition(": ")
+        turns.append((speaker, doc.text, *shape(body)))
+    out: list[dict[str, Any]] = []
+    for k, (speaker, text, template, names) in enumerate(turns):
+        if not names:
+            continue
+        found = 0
+        for j in range(k - 1, -1, -1):
+            s2, t2, tpl2, n2 = turns[j]
+            if s2 == speaker and tpl2 != template and names & n2:
+                out.append({"split": "synthetic", "lang": "en", "cls": "synthetic", "item": f"synthetic-{seed}",
+                            "new": k, "old": j, "old_text": t2, "new_text": text, "label": 0})
+                found += 1
+                if found == 2:
+                    break
+    return random.Random(seed).sample(out, min(limit, len(out)))
 
 
 def _adapted(base: Any, rank: int, alpha: float) -> Any:
@@ -226,7 +270,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
     torch.set_num_threads(args.threads)
     path = args.data or default_data_dir() / "supersession" / "supersession-dev.json"
-    rows = pairs(path) + chat_negatives()
+    rows = pairs(path) + chat_negatives() + synthetic_negatives()
     if args.action == "train":
         out = args.out or PROJECT_ROOT / "ripple" / "data" / "pair-judge.npz"
         model, _ = train(rows, epochs=args.epochs, lr=args.lr)
@@ -235,7 +279,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         return 0
     from ripple._pairjudge import PairJudge
 
-    folds = [f for f in args.folds.split(",") if f] or sorted({r["split"] for r in rows} - {"chat"})
+    folds = [f for f in args.folds.split(",") if f] or sorted({r["split"] for r in rows} - {"chat", "synthetic"})
     scored: list[dict[str, Any]] = []
     for held in folds:
         t0 = time.perf_counter()
