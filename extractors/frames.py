@@ -67,7 +67,7 @@ from .normalize import CHAT_WORDS
 from .text import STOPWORDS_EN, STOPWORDS_ZH, _jieba, has_cjk, lexical_tokens
 from .values import normalize_value, parse_number
 
-__all__ = ["Value", "Slot", "Frame", "frames_of", "change_markers", "value_groups", "value_group", "content_words", "TEMPORAL", "NUMERIC", "AMOUNT", "MONEY", "COUNT",
+__all__ = ["Value", "Slot", "Frame", "frames_of", "change_markers", "value_groups", "value_group", "content_words", "TEMPORAL", "NUMERIC", "AMOUNT", "MONEY", "COUNT", "COUNT_FAMILY",
            "NAME", "PERSON", "PROPER", "IDENT", "RATE", "PHRASE", "PLACEHOLDERS", "UNRESOLVED"]
 
 # value classes: two values compare only inside one class
@@ -250,6 +250,13 @@ _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (AMOUNT, re.compile(rf"(?<![第唯统万])(?:{_ZH_NUMERAL})(?:个|位|名|间|次|兆|张|台|盒|人|座)?"
                         r"(?![起下直些样定般致切共旦边点])")),
 )
+#: Measure words that say what a Chinese number counts ("30桌": thirty tables, "两辆": two cars).  Such a
+#: count never takes the place of a number that counts something else or says nothing of what it counts
+#: ("16万8", a price): see ``ripple._supersede._comparable``.  Generic counters (个, 位, 名, 人, 次...) say
+#: little about the thing counted and are left to AMOUNT's own pattern.
+_ZH_MEASURE = re.compile(r"桌|辆|套|件|只|条|本|所|层|斤|公斤|箱|瓶|杯|碗|双|棵|篇|首|部|场|顿|趟|遍|门|科|节|页|把|桶|袋|平米|平方")
+#: the family of a slot that counts with a measure word: COUNT_FAMILY + the measure word
+COUNT_FAMILY = "count:"
 _ZH_NUM_NEEDLES = ("0", *"零〇一二两三四五六七八九十百千万亿")
 _ZH_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("@",), ("0",), ("0",), ("点", ":", "："), ("月", "号", "日"), ("周", "星期", "礼拜"),
@@ -1054,6 +1061,8 @@ def _slots(full: str, values: Sequence[Value], lang: str) -> tuple[Slot, ...]:
     for g in groups:
         text = " ".join(v.text for v in g)
         families = {v.family for v in g if v.kind in _NAME_KINDS}
+        if lang == "zh" and len(g) == 1 and g[0].kind == AMOUNT and (measure := _ZH_MEASURE.match(full, g[0].end)):
+            families = {COUNT_FAMILY + measure.group(0)}
         out.append(Slot(kinds=frozenset(v.kind for v in g), norms=frozenset((v.kind, v.norm) for v in g), start=g[0].start,
                         end=g[-1].end, text=text, words=frozenset(_words(text, lang)),
                         weak=all(v.weak for v in g), parts=tuple((v.start, v.end, v.kind) for v in g),

@@ -41,7 +41,7 @@ from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from extractors.frames import (
-    AMOUNT, DATE, FUTURE, IDENT, NAME, NUMERIC, PERSON, PHRASE, PLACEHOLDERS, PROPER, RATE, TEMPORAL, UNRESOLVED, WEEKDAY,
+    AMOUNT, COUNT_FAMILY, DATE, FUTURE, IDENT, NAME, NUMERIC, PERSON, PHRASE, PLACEHOLDERS, PROPER, RATE, TEMPORAL, UNRESOLVED, WEEKDAY,
     Frame, Slot,
     value_group, value_groups,
 )
@@ -161,6 +161,8 @@ def _comparable(a: _Value, b: _Value, strong: bool) -> bool:
     any of them, and keeps the rules below."""
     if a.family and b.family and a.family != b.family:
         return False
+    if (a.family.startswith(COUNT_FAMILY) or b.family.startswith(COUNT_FAMILY)) and a.family != b.family:
+        return False  # "30桌" counts tables: no earlier value of a price ("16万8") or of a count of cars
     ka, kb = a.kind, b.kind
     if ka == kb == _TEMPORAL_KIND:
         ta, tb = a.temporal, b.temporal
@@ -405,7 +407,8 @@ def _compare(old_view: FrameView, new_view: FrameView, multi_valued: frozenset[s
     vo, vn, old_left, new_left = _value_change(old_view, new_view, marked, old_as_words, new_as_words, same,
                                                bool(shared_attrs))
     if vo is None or vn is None:
-        old_kinds, new_kinds = {s.family for s in olds if s.family}, {s.family for s in news if s.family}
+        old_kinds = {s.family for s in olds if s.family and not s.family.startswith(COUNT_FAMILY)}
+        new_kinds = {s.family for s in news if s.family and not s.family.startswith(COUNT_FAMILY)}
         if old_kinds and new_kinds and not old_kinds & new_kinds:
             return "a person, a place and an organisation are different things"  # (see _comparable)
         return None
