@@ -25,6 +25,7 @@ UPDATES = [
     ("我住在武汉。", "我已经搬去成都了。"),
     ("例会在周三上午十点。", "例会改成周五下午两点。"),
     ("销售部的预算是十万。", "销售部的预算涨到十二万了。"),
+    ("婚宴订了30桌。", "婚宴改成40桌了。"),  # a count with its measure word replaces a count of the same thing
 ]
 
 # changes said in ways the first rules did not read (each by a mechanism, not a phrase: the agent of a change,
@@ -102,7 +103,9 @@ def test_a_name_said_to_someone_is_no_new_value(mem: Memory) -> None:
     # and "二年级" (second grade) holds no duration "二年" to be replaced by the "三年" of "三年级"
     ["王芳: 好的！婆婆这段时间回潍坊，说正好回去看看老姐妹", "王芳: 从青岛回来了，玩得很开心！"],
     ["助手: 恭喜乐乐！二年级能拿二等奖很厉害", "助手: 三年级是个转折点，作业会多一些"],
-], ids=["from-zh", "grade-zh"])  # (English "back from": tests/extractors/test_frames.py, the pair alone never fired)
+    # zh-chat-dev (zh-conv-3): a number of tables is no new value of a bride price
+    ["苏磊: 小雅回去跟她妈说了，她妈松口了，说可以降到16万8，但是三金必须有", "苏磊: 妈说至少30桌，老家亲戚太多了"],
+], ids=["from-zh", "grade-zh", "tables-zh"])  # (English "back from": tests/extractors/test_frames.py, the pair alone never fired)
 def test_chat_that_states_no_new_value_keeps_both(mem: Memory, texts: list[str]) -> None:
     for day, text in enumerate(texts):
         say(mem, text, day * 0.01)
