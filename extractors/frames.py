@@ -123,7 +123,8 @@ class Slot:
     # (start, end, kind) of each of its values: a slot of dates and times may have words between its values
     # ("Mondays at 10:00", "next week the vendor sync moves to 11:00"), which a mask must keep
     parts: tuple[tuple[int, int, str], ...] = ()
-    # the entity family of its names when the tagger typed them all alike ("" when it did not, or for no name)
+    # the entity family of its names when the tagger typed them all alike ("" when it did not, or for no name);
+    # for a Chinese number with a measure word that says what it counts, COUNT_FAMILY + that word ("count:桌")
     family: str = ""
 
 

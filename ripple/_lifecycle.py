@@ -739,8 +739,8 @@ def _item_pairs(b: _Batch, c: _Candidates, f: _CandidateFrames, i: int) -> Op[tu
                     found.append((i, target, at, v))
                 elif v is not None:
                     refused = True
-        if judged and not refused and reads(c.texts[target][0]) and not _said_again(b.prepared[i].item.text,
-                                                                                   c.texts[target][0]):
+        older_text = c.texts[target][0]
+        if judged and not refused and reads(older_text) and not _said_again(b.prepared[i].item.text, older_text):
             asked.append((i, target, at))
     return found, asked
 
