@@ -874,7 +874,7 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
                         marked=any(x <= s < y for s, _, _ in marks), strong=strong,
                         strong_here=any(a <= s < b and hard for s, _, hard in marks),
                         event=any(v.kind == PAST and x + offset <= v.start < y + offset for v in values),
-                        told=en and _told(message[a:b], vals, a0),
+                        told=_told(message[a:b], vals, a0) if en else _told_zh(message[x:y], values, x + offset),
                         governed=_governed(message, vals, offset, marks, a, b) if en else frozenset(),
                         qualifying=frozenset(v.start for v in vals if v.kind in _PROPER_NAMES
                                              and _OF_NOUN_EN.search(full, a0, v.start)) if en else frozenset(),
@@ -970,6 +970,21 @@ def _told(clause: str, values: Sequence[Value], start: int) -> bool:
     plain.append(clause[pos:])
     text = "".join(plain)
     return any(not _PARTICIPLE_EN.search(text, 0, m.start()) for m in _PAST_EN.finditer(text))
+
+
+# A Chinese verb in the perfective before its value ("考了105", "拿了第一", "跑了快500单"): the clause tells what
+# happened.  Not when the verb is one of change ("改了", "涨了", "降了": see _STRONG_ZH, _DELTA_ZH) or of having
+# ("有了", "到了", "成了": a state reached, which a later state replaces).
+_TOLD_ZH = re.compile(r"(?<=[\u4e00-\u9fff])(?<![改换涨降加减增升调搬挪推延变多少贵定有到成是为])了(?:快|近|将近|大概|差不多|约|足足|整整)?$")
+
+
+def _told_zh(sentence: str, values: Sequence[Value], start: int) -> bool:
+    """Whether a Chinese sentence tells what happened: a value right after a verb in the perfective
+    ("张宇航语文考了105" / "张宇航考了663，语文118": two exams, not a score corrected).  The counterpart of
+    :func:`_told`, read over the sentence since its later clauses often leave the verb out ("语文118");
+    a sentence that names a change ("改成40桌") tells no event."""
+    return not _STRONG_ZH.search(sentence) and any(
+        0 < v.start - start <= len(sentence) and _TOLD_ZH.search(sentence, 0, v.start - start) for v in values)
 
 
 def _governed(message: str, values: Sequence[Value], offset: int, marks: Sequence[tuple[int, int, bool]],

@@ -105,7 +105,10 @@ def test_a_name_said_to_someone_is_no_new_value(mem: Memory) -> None:
     ["助手: 恭喜乐乐！二年级能拿二等奖很厉害", "助手: 三年级是个转折点，作业会多一些"],
     # zh-chat-dev (zh-conv-3): a number of tables is no new value of a bride price
     ["苏磊: 小雅回去跟她妈说了，她妈松口了，说可以降到16万8，但是三金必须有", "苏磊: 妈说至少30桌，老家亲戚太多了"],
-], ids=["from-zh", "grade-zh", "tables-zh"])  # (English "back from": tests/extractors/test_frames.py, the pair alone never fired)
+    # ... and a score a student got in the second mock exam is no earlier value of the score he got in the gaokao:
+    # two sentences that tell what happened ("考了105" / "考了663，语文118") are two events
+    ["苏婷: 二模回到年级第一了！张宇航语文考了105，作文终于不跑题了", "苏婷: 全班52个人，一本上线45个，年级第一！张宇航考了663，语文118"],
+], ids=["from-zh", "grade-zh", "tables-zh", "exams-zh"])  # (English "back from": tests/extractors/test_frames.py, the pair alone never fired)
 def test_chat_that_states_no_new_value_keeps_both(mem: Memory, texts: list[str]) -> None:
     for day, text in enumerate(texts):
         say(mem, text, day * 0.01)

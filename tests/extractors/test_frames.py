@@ -129,6 +129,21 @@ def test_a_running_amount_is_told_apart_from_a_limit(extractor, text: str, runni
     assert frames and any(f.running for f in frames) == running
 
 
+@pytest.mark.parametrize("text,told", [
+    ("张宇航语文考了105，作文终于不跑题了。", True),
+    ("张宇航考了663，语文118。", True),  # (the verb is said once for the sentence)
+    ("这周跑了快500单。", True),
+    ("婚宴改成40桌了。", False),  # a change, not an event
+    ("房租涨了五百。", False),  # a change by an amount (see the deltas)
+    ("我住在武汉。", False),
+    ("现在存款有了15万。", False),  # a state reached
+])
+def test_a_chinese_sentence_that_tells_what_happened(extractor, text: str, told: bool) -> None:
+    """A value after a verb in the perfective ("考了105") tells an event, which a later event does not replace."""
+    frames = frames_of(extractor.extract(text))
+    assert frames and any(f.told for f in frames) == told
+
+
 def test_a_title_ends_no_clause(extractor) -> None:
     """"Dr. Okafor" is one name: cut at its full stop, the value would sit in a clause of its own."""
     (frame,) = frames_of(extractor.extract("I go to Dr. Okafor now."))
