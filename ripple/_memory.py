@@ -357,7 +357,7 @@ class Memory(_Client):
             self._drive(ops.resolve_conflict(self._ctx, new_id, old_id, supersedes))
 
     def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple",
-               config: RecallConfig | None = None, touch: bool = True, include_history: bool = False,
+               config: RecallConfig | None = None, touch: bool = True, include_history: bool | None = None,
                min_relevance: float | None = None) -> RecallResult:
         """The ``k`` memories most related to ``query``, each with its score parts and path.
 
@@ -367,7 +367,9 @@ class Memory(_Client):
         baseline); ``"bm25"``, ``"hybrid"`` (RRF) and ``"ppr"`` are the other
         baselines.  ``config`` runs a plan of your own instead.  Superseded
         memories are left out unless ``include_history=True``, which puts every
-        version of a hit next to it, oldest first.  ``touch`` counts the hits
+        version of a hit next to it, oldest first; left unset (``None``), a
+        query that asks how something changed ("what was it originally?",
+        "原本…后来…") gets them (``MergeConfig.history_cue``).  ``touch`` counts the hits
         as used (which keeps them in the hot forgetting tier).  Every hit has a
         calibrated ``relevance`` in [0, 1] beside its ranking ``score``;
         ``min_relevance`` drops hits below it, so an unrelated question can
@@ -607,7 +609,7 @@ class AsyncMemory(_Client):
 
     async def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple",
                      config: RecallConfig | None = None, touch: bool = True,
-                     include_history: bool = False, min_relevance: float | None = None) -> RecallResult:
+                     include_history: bool | None = None, min_relevance: float | None = None) -> RecallResult:
         """The ``k`` memories most related to ``query`` (see :meth:`Memory.recall`)."""
         with one_blas_thread(), retries.recording() as retried, operation_scope():
             result = await self._drive(ops.recall(self._ctx, query, user_id, k, mode, config, touch, include_history,

@@ -49,6 +49,7 @@ from .models import (AddItem, ImportReport, MemoryConflict, MemoryRecord, Recall
 from .recall.config import RecallConfig
 from .recall.merge import tier_of
 from .recall.pipeline import recall_plan
+from .recall.query import asks_about_change
 from .recall.recipes import RECIPES
 
 if TYPE_CHECKING:
@@ -359,12 +360,14 @@ def get_all(ctx: OpContext, user_id: Any, session_id: str | None, limit: int | N
 
 
 def recall(ctx: OpContext, query: Any, user_id: Any, k: Any, mode: Any, config: RecallConfig | None,
-           touch: bool, include_history: bool, min_relevance: float | None = None) -> Op[RecallResult]:
+           touch: bool, include_history: bool | None, min_relevance: float | None = None) -> Op[RecallResult]:
     check.query(query, k, mode, ctx.limits)
     floor = check.relevance_floor(min_relevance)
     t0 = time.perf_counter()
     check.user(user_id, ctx.limits)
     cfg = config or (ctx.config if mode == "ripple" else RECIPES[mode])
+    if include_history is None:  # the caller left it to the query: a question about a change asks for history
+        include_history = cfg.merge.history_cue and asks_about_change(query)
     if include_history:
         statuses = tuple(dict.fromkeys((*cfg.merge.include_statuses, ACTIVE, SUPERSEDED)))
         cfg = cfg.model_copy(update={"merge": cfg.merge.model_copy(update={"include_statuses": statuses})})

@@ -88,6 +88,24 @@ def test_a_new_value_supersedes_the_old_one_in_chinese(mem: Memory) -> None:
     assert [m.id for m in mem.history(new.id)] == [old.id, new.id]
 
 
+@pytest.mark.parametrize("query,explicit,old_back", [
+    ("What was the budget originally?", None, True),  # a question about a change: the replaced value is evidence
+    ("预算原本是多少，后来加到多少？", None, True),
+    ("What is the budget?", None, False),  # the current value only
+    ("预算是多少？", None, False),
+    ("What was the budget originally?", False, False),  # the caller's word wins
+])
+def test_a_question_about_a_change_recalls_what_was_replaced(mem: Memory, query: str, explicit: bool | None,
+                                                             old_back: bool) -> None:
+    old = say(mem, "项目预算是五万。", 0)
+    new = say(mem, "预算加到六万了。", 3)
+    assert mem.get(old.id).status == "superseded"
+    ids = [h.memory.id for h in mem.recall(query, user_id="u1", k=3, include_history=explicit).hits]
+    assert new.id in ids and (old.id in ids) is old_back
+    if old_back:
+        assert ids.index(old.id) + 1 == ids.index(new.id)  # side by side, oldest first
+
+
 def test_different_attributes_and_multi_valued_ones_do_not_supersede(mem: Memory) -> None:
     a = say(mem, "The budget is 50,000 CNY.", 0)
     b = say(mem, "The deadline is March 3.", 1)

@@ -385,6 +385,12 @@ class MergeConfig(_Config):
                     " before this prior (ripple.recall.merge.question_factors); 1: it ranks below every turn that"
                     " says something; 0 turns it off",
     )
+    history_cue: bool = Field(
+        True,
+        description="a query that asks how something changed ('originally', 'how much more', '原本…后来', '从最初…到"
+                    "最后') recalls as include_history=True does when the caller leaves include_history unset: the"
+                    " values later statements replaced are its evidence (ripple.recall.query.asks_about_change)",
+    )
     tiers: TierConfig = TierConfig()
     include_statuses: tuple[str, ...] = ("active",)
 

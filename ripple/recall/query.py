@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["QueryInput", "QueryVectors", "DenseSearch", "dense_search", "pool_size", "needs_vectors",
-           "has_recency_cue"]
+           "has_recency_cue", "asks_about_change"]
 
 _RECENCY_CUES = re.compile(
     r"\b(latest|recent(ly)?|newest|last (time|week|month)|most recent|currently|these days|nowadays|now)\b"
@@ -40,6 +40,24 @@ def has_recency_cue(text: str) -> bool:
     """True when a query asks about recency ("latest", "recently", "最近") relative to now, not to a
     time it names itself ("the latest project in July 2023")."""
     return _RECENCY_CUES.search(text) is not None and _ANCHORED_TIME.search(text) is None
+
+
+# A question about how something changed ("What was the bride price at first, and what was agreed in the end?",
+# "原本定在哪天，后来挪到了哪天", "from the first offer to the final one") asks for the values a later statement
+# replaced: the superseded memories are its evidence.  Words that ask about an earlier state or the change itself.
+_CHANGE_CUES = re.compile(
+    r"\b(originally|initially|at first|in the beginning|used to|previously|formerly|changed?|changes|changing"
+    r"|increased?|decreased?|(go|goes|going|went|gone) (up|down)|grew|dropped|rose|fell|how (much|many) (more|less|fewer))\b"
+    r"|原本|原来|原先|本来|最初|最开始|一开始|起初|起先|当初|后来|变化|变成|改成|改到|挪到|换成|推迟到|提前到"
+    r"|从.{1,15}?到|降了|涨了|增加|减少|多出|多了多少|少了多少",
+    re.IGNORECASE,
+)
+
+
+def asks_about_change(text: str) -> bool:
+    """True when a query asks how something changed or what it was before ("originally", "后来", "从最初报价到
+    最后敲定"): recall then includes the memories later statements superseded (see ``MergeConfig.history_cue``)."""
+    return _CHANGE_CUES.search(text) is not None
 
 
 @dataclass(slots=True)

@@ -29,7 +29,7 @@ from .config import (
 __all__ = ["DEFAULT", "FLAT", "BM25", "HYBRID", "PPR", "RECIPES", "ABLATIONS", "MODES"]
 
 #: No prior read from the records: what the baselines rank by is their route alone.
-_NO_PRIORS = MergeConfig(recency_cue_weight=0.0, confidence_weight=0.0, speaker_weight=0.0, title_weight=0.0, question_weight=0.0,
+_NO_PRIORS = MergeConfig(history_cue=False, recency_cue_weight=0.0, confidence_weight=0.0, speaker_weight=0.0, title_weight=0.0, question_weight=0.0,
                          when_weight=0.0, title_link_weight=0.0, tiers=TierConfig(enabled=False))
 _NO_SPREAD = SpreadConfig(channels=())
 

@@ -58,7 +58,7 @@ class RemoteMemory:
 
     # -- the API -------------------------------------------------------------------------------------
     def recall(self, query: str, *, user_id: str, k: int = 10, mode: str = "ripple", touch: bool = True,
-               include_history: bool = False, explain: bool = True) -> RecallResult:
+               include_history: bool | None = None, explain: bool = True) -> RecallResult:
         body = {"query": query, "k": k, "mode": mode, "touch": touch, "include_history": include_history,
                 "explain": explain}
         return RecallResult.model_validate(self._call("POST", self._user(user_id, "recall"), body))

@@ -44,7 +44,9 @@ class RecallBody(BaseModel):
     k: int = Field(10, description="number of memories, 1-1000")
     mode: str = Field("ripple", description="ripple | flat | bm25 | hybrid | ppr")
     explain: bool = Field(False, description="keep each hit's path and the per-stage trace in the answer")
-    include_history: bool = Field(False, description="put every version of a hit next to it, oldest first")
+    include_history: bool | None = Field(
+        None, description="put every version of a hit next to it, oldest first; unset: only when the query asks how"
+                          " something changed (MergeConfig.history_cue)")
     touch: bool = Field(True, description="count the hits as used (keeps them in the hot forgetting tier)")
 
 

@@ -88,6 +88,22 @@ def test_recency_cue_unless_the_query_names_its_own_time(query: str, cue: bool) 
     assert has_recency_cue(query) is cue
 
 
+@pytest.mark.parametrize(("query", "cue"), [
+    ("What was the budget originally?", True),
+    ("How much more rent does he pay than before?", True),
+    ("How much did the rent go up?", True),
+    ("苏磊的婚期原本定在哪天，后来挪到了哪天？", True),
+    ("小雅家索要彩礼，从最初报价到最后敲定一共降了多少？", True),
+    ("What is the budget?", False),
+    ("Where does Dana work?", False),
+    ("母亲为儿子的婚事亲手准备了什么？", False),
+])
+def test_a_question_about_a_change(query: str, cue: bool) -> None:
+    from ripple.recall.query import asks_about_change
+
+    assert asks_about_change(query) is cue
+
+
 def test_top_of_a_large_map_equals_the_full_sort() -> None:
     import random
 
