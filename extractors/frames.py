@@ -288,6 +288,7 @@ _WEAK_EN = re.compile(r"\b(?:now|new|newly|latest|update[sd]?|revised|starting|e
 # Chinese change verbs by construction, not one by one: a verb of moving or altering with a resultative
 # complement that says where the value went ("搬到", "延到", "推迟到", "降至", "改成", "换成", "调为")
 _RESULT_ZH = (r"(?:推迟|延长|延后|调整|增加|减少|降低|提高|缩短|扩大|[改换搬挪推延调迁移转涨降减砍压拖缩扩升])(?:到|至)"
+              r"|[改换搬挪调迁转]回"  # (back to: "调回广州了", "改回周三")
               r"|(?:调整|[改换变转调升降])(?:成|为)")
 _STRONG_ZH = re.compile(
     _RESULT_ZH + r"|换[\u4e00-\u9fff]{1,3}?了|卖了|卖掉|升职|晋升|加入了|辞了|"  # (the counterparts of "sold", "promoted", "joined", "quit")
@@ -880,8 +881,9 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
                                              and _OF_NOUN_EN.search(full, a0, v.start)) if en else frozenset(),
                         handover=any(not _in_name(values, m.start() + offset)
                                      for m in (_HANDOVER_ZH if lang == "zh" else _HANDOVER_EN).finditer(message, x, y)))
-        if not frame.words and not frame.subjects and all(s.kinds <= _PROPER_NAMES for s in frame.slots):
-            continue  # "Thanks, Mel!": a name alone is who is spoken to, not a statement
+        if not frame.words and not frame.subjects and all(s.kinds <= _PROPER_NAMES for s in frame.slots) \
+                and not frame.strong_here:
+            continue  # "Thanks, Mel!": a name alone is who is spoken to, not a statement ("调回广州了" is one)
         if UNRESOLVED in frame.subjects:
             # "Brightwater asked for more time, so their invoice is due on the 25th": "their" is the one
             # name said before it in the sentence (two names: whose is not said)
@@ -1096,11 +1098,18 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
         masked += [full[pos:v.start], v.text if v.weak else PLACEHOLDERS[v.kind]]
         residual += [full[pos:v.start], " , "]
         pos = v.end
+        if lang == "zh" and v.kind in _DAY_KINDS and (day_part := _DAY_PART_ZH.match(full, pos, b)) and not any(
+                pos <= w.start < day_part.end() for w in values):  # ("周三上午十点": the time holds it)
+            pos = day_part.end()  # "周六早上": the part of the day belongs to the day, it qualifies nothing
     masked.append(full[pos:b])
     residual.append(full[pos:b])
     words = tuple(_words(_strip_markers("".join(residual), lang), lang))
     agent = (_AGENT_ZH if lang == "zh" else _AGENT_EN).match(clause)
-    if agent is not None:  # who made the change is not what changed (see _AGENT_EN)
+    told_by = _REPORTER_ZH.match(clause) if agent is None and lang == "zh" else None
+    if told_by is not None:  # (the teller and the verb of saying: "体检中心", "打电话", "说")
+        agent = told_by
+        words = tuple(w for w in words if w not in set(_words(told_by.group(0), lang)))
+    if agent is not None:  # who made the change, or who told of it, is not what changed (see _AGENT_EN)
         by = set(_words(agent.group("agent"), lang))
         words = tuple(w for w in words if w not in by)
     nominal: set[str] = {w for w in words if len(w) > 1 and has_cjk(w)}
@@ -1112,9 +1121,10 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
     if lang == "zh":
         selves = len(_SELF_ZH.findall(clause))
         related = [m.group(1) for m in _POSSESSIVE_ZH.finditer(clause)]
-        for m in re.finditer(r"([\w]+?)的", clause):
+        for m in re.finditer(r"([\w]+?)的", "".join(residual)):  # (a value is no owner: "三点的")
             owner = _words(m.group(1), lang)
-            if owner and not _SELF_ZH.fullmatch(m.group(1)[-2:]) and not _SELF_ZH.fullmatch(m.group(1)[-1:]):
+            if owner and not _SELF_ZH.fullmatch(m.group(1)[-2:]) and not _SELF_ZH.fullmatch(m.group(1)[-1:]) \
+                    and not _tagged(m.group(1))[-1][1].startswith("v"):  # "我爸吃的降压药": 吃 is no owner
                 subjects.add(owner[-1])
     else:
         selves = len(_SELF_EN.findall(clause))
@@ -1177,6 +1187,13 @@ _AGENT_EN = re.compile(
     r"(?:rescheduled|moved|pushed|postponed|delayed|extended|brought\s+forward|raised|cut|increased|reduced|lowered"
     r"|bumped|shifted|switched|swapped|changed|renamed|upgraded|downgraded|relocated)\s+"
     r"(?:my|our|the|his|her|their|its|your|this|that)\b", _F)
+# Who told of a change, before a verb of saying: "体检中心打电话说改到周四了", "导师说初稿可以推到12月20号".  The one who
+# tells is not a qualifier of what changed ("我是说" is a correction, not a teller).
+_REPORTER_ZH = re.compile(r"\s*(?P<agent>[^，。,说]{1,10}?)(?<!我是)(?:打电话|打来电话|来电话|来电|发消息|发微信)?"
+                          r"(?:说|通知|告诉我|提醒我)(?=[^，。,]{2,})")
+#: Values that name a day, and the part of the day that may follow one ("周六早上", "10月8号晚上").
+_DAY_KINDS = frozenset({DATE, WEEKDAY, FUTURE, PAST})
+_DAY_PART_ZH = re.compile(r"早上|上午|中午|下午|晚上|傍晚|凌晨|夜里|早晨|晚")
 _AGENT_ZH = re.compile(r"\s*(?P<agent>[^把，。,]{1,8}?)(?:已经|又|刚|刚刚|突然)?把(?=.*(?:" + _STRONG_ZH.pattern + "))")
 #: Fact attributes whose value is a name (a place, an employer), also when the tagger missed it.
 _NAME_FACTS = frozenset({"employer", "location", "origin", "name"})

@@ -41,6 +41,12 @@ GENERALISED = [
     # a date and a weekday both name a day: a named change from one to the other is another day
     ("The review is on March 12.", "The review moved to next Thursday."),
     ("评审会在三月十二号。", "评审会改到下周四了。"),
+    # the part of a day belongs to the day ("周四下午" qualifies nothing), whoever told of the change is not what
+    # changed ("老板说"), a verb before 的 is no owner ("我爸吃的降压药" is still my father's), 回 says where to
+    ("周会在周二上午。", "周会挪到周四下午了。"),
+    ("我们的季度报告周五交。", "主管说报告可以推到下周三。"),
+    ("我爸的降压药是硝苯地平。", "我爸吃的降压药换成氨氯地平了。"),
+    ("我妹在杭州工作。", "我妹调回南京了。"),
 ]
 
 APART = [  # same kind of statement, another subject or qualifier: both stay true
@@ -63,6 +69,36 @@ ADDITIONS = [
     ("I speak Spanish.", "I also speak Portuguese."),
     ("我对花生过敏。", "我对海鲜也过敏。"),
 ]
+
+@pytest.mark.parametrize("old_text,new_text", UPDATES, ids=[u[1] for u in UPDATES])
+def test_a_paraphrased_change_supersedes_and_says_why(mem: Memory, old_text: str, new_text: str) -> None:
+    old = say(mem, old_text, 0)
+    new = say(mem, new_text, 1, session="s2")
+    assert mem.get(old.id).status == "superseded" and mem.get(new.id).status == "active"
+    assert mem.get(old.id).valid_to == new.at
+    (note,) = mem.get(new.id).metadata["ripple"]["supersedes"]
+    assert note["memory"] == old.id and note["confidence"] == "high"
+    assert len(note["value"]) == 2 and note["value"][0] != note["value"][1]
+    assert note["frame"][1] in new_text and note["why"]
+    assert [m.id for m in mem.history(new.id)] == [old.id, new.id]
+    assert mem.conflicts(user_id="u1") == []
+
+
+@pytest.mark.parametrize("old_text,new_text", GENERALISED, ids=[u[1] for u in GENERALISED])
+def test_a_change_said_another_way_supersedes(mem: Memory, old_text: str, new_text: str) -> None:
+    old = say(mem, old_text, 0)
+    new = say(mem, new_text, 1, session="s2")
+    assert mem.get(old.id).status == "superseded" and mem.get(new.id).status == "active"
+    (note,) = mem.get(new.id).metadata["ripple"]["supersedes"]
+    assert note["memory"] == old.id and note["confidence"] == "high"
+
+
+def test_a_value_of_one_fact_attribute_back_filled_becomes_history(mem: Memory) -> None:
+    """Both say what the venue is (a phrase, a name), neither marks a change: the later one is the venue."""
+    new = say(mem, "The venue is the Grand Hyatt.", 2)
+    old = say(mem, "The venue is the Hilton riverside.", 0, session="s2")
+    assert mem.get(new.id).status == "active" and mem.get(old.id).status == "superseded"
+
 
 DELTAS = [  # a change *by* an amount says what changed, not what the value is: it neither replaces nor is replaced
     ("Rent for the flat is 1,200 euros.", "Rent went up by 100 euros."),
