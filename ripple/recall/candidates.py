@@ -55,6 +55,8 @@ class Seeded:
     n_docs: int | None = None  # the user's memories as the lexical route counted them (None: it did not run)
     known: float = 1.0  # share of the query's informative words the user's memories hold at all
     names_known: float = 1.0  # share of the names the query asks about that the user's memories hold
+    unknown_names: tuple[str, ...] = ()  # the names no memory's words hold (see merge.names_of_speakers)
+    n_names: int = 0  # how many names the query asks about
     # memories the merge scored: the seeds and every memory only spreading reached, of which only the
     # kept ones join ``cands`` (0 before the merge; see ripple.recall.merge.merge_channels)
     scored: int = 0

@@ -6,7 +6,7 @@ functions decide the scores.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from graphstore.records import StoredMemory
 
@@ -19,7 +19,7 @@ from .scoring import recency_factor, top
 if TYPE_CHECKING:
     from datetime import date
 
-__all__ = ["merge_channels", "merge_channels_reference", "apply_priors", "tier_of", "speaker_boosts", "title_boosts", "title_links", "when_boosts", "time_answer_boosts", "question_factors", "path_to"]
+__all__ = ["merge_channels", "merge_channels_reference", "apply_priors", "tier_of", "speaker_boosts", "names_of_speakers", "title_boosts", "title_links", "when_boosts", "time_answer_boosts", "question_factors", "path_to"]
 
 
 def merge_channels(seeded: Seeded, results: Mapping[str, ChannelResult], config: RecallConfig, k: int) -> list[Candidate]:
@@ -208,6 +208,21 @@ def speaker_boosts(query: str, records: Sequence[StoredMemory], weight: float, a
     if not named or named == speakers:
         return {}
     return {i: 1.0 + weight for i, sp in speaker_of.items() if sp in named}
+
+
+def names_of_speakers(names: Sequence[str], records: Iterable[StoredMemory]) -> int:
+    """How many of ``names`` (names a query asks about that no memory's words hold) are a speaker of the
+    candidates, by the forms friends use: "晓雨" is 林晓雨, whose turns are stored as "林晓雨: ...".
+
+    The lexical route knows a name only as a word of some memory, and "晓雨" is no word of "林晓雨" to the
+    segmenter; calibrated relevance, which reads how many of the names the user knows, would take a
+    question about the user's own friend for one about a stranger (see :func:`speaker_boosts`)."""
+    if not names:
+        return 0
+    from extractors.speaker import named_speakers, split_speaker
+
+    speakers = {t.subject for t in (split_speaker(r.text) for r in records) if t.speaker is not None}
+    return sum(1 for n in names if speakers and named_speakers(n, speakers)) if speakers else 0
 
 
 def title_boosts(query: str, records: Sequence[StoredMemory], weight: float) -> dict[str, float]:

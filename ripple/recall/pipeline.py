@@ -28,7 +28,7 @@ from .._requests import CollectAhead, ReadAhead, Request
 from .candidates import PlanResult, Seeded, StageTimer
 from .channels import spread_stage
 from .config import RecallConfig
-from .merge import apply_priors, kept_count, merge_channels, title_links
+from .merge import apply_priors, kept_count, merge_channels, names_of_speakers, title_links
 from .query import QueryInput
 from .relevance import assign_relevance, query_signals
 from .rerank import rerank_stage
@@ -59,7 +59,8 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, 
     timer.lap("merge.records", len(cands), time_weight=time_w)
     cands = yield from rerank_stage(q, cands, records, config.rerank, timer)
     hits = cands[: q.k]
-    signals = query_signals(q, seeded)
+    named = names_of_speakers(seeded.unknown_names, records.values()) if config.merge.speaker_aliases else 0
+    signals = query_signals(q, seeded, named)
     assign_relevance(hits, seeded.cands, signals, config.relevance)
     timer.lap("relevance", len(hits), **{k: round(v, 4) for k, v in asdict(signals).items()})
     names: dict[str, str] = {}

@@ -65,18 +65,21 @@ class QuerySignals:
     multilingual_route: float = 0.0  # 1 when the multilingual route ran, else 0
 
 
-def query_signals(q: QueryInput, seeded: Seeded) -> QuerySignals:
+def query_signals(q: QueryInput, seeded: Seeded, speakers_named: int = 0) -> QuerySignals:
     """The query's signals from every scored candidate (the seed pool, not only the hits).
 
     A memory only spreading reached has none of these signals (0.0 each); the
     merge scored such memories without making candidates of them all
     (``seeded.scored`` counts them), so they count here as a 0.0 floor.
+    ``speakers_named``: how many of the names no memory's words hold are a
+    candidate's speaker after all (:func:`ripple.recall.merge.names_of_speakers`).
     """
     pool = seeded.cands.values()
     floor = (0.0,) if seeded.scored > len(seeded.cands) else ()
     top_multilingual = max((*floor, *(c.multilingual for c in pool)), default=0.0)
     return QuerySignals(
-        known=seeded.known, names_known=seeded.names_known,
+        known=seeded.known,
+        names_known=min(1.0, seeded.names_known + speakers_named / seeded.n_names) if seeded.n_names else seeded.names_known,
         top_late=max((*floor, *(c.late for c in pool)), default=0.0),
         top_dense=max((*floor, *(c.dense for c in pool)), default=0.0),
         top_coverage=max((*floor, *(c.coverage for c in pool)), default=0.0), cjk=0.0 if q.language == "en" else 1.0,

@@ -46,6 +46,9 @@ class Routes:
     # cosine to the query without its too common words (SeedConfig.dense_skip_common), which the seeds rank by;
     # ``dense`` keeps the whole query's, which calibrated relevance reads (None: no such search was made)
     dense_rank: dict[str, float] | None = None
+    # the names the query asks about that no memory's words hold, and how many names it asks about
+    unknown_names: tuple[str, ...] = ()
+    n_names: int = 0
 
 
 def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, tuple[QueryInput, Routes]]:
@@ -56,6 +59,8 @@ def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any,
     n_docs: int | None = None
     coverage: dict[str, float] = {}
     known = names_known = 1.0
+    unknown_names: tuple[str, ...] = ()
+    names: set[str] = set()
     common: frozenset[str] = frozenset()
     if seed_cfg.method != SeedMethod.DENSE and q.terms:
         # statistics, then the postings of the terms not too common to be worth reading
@@ -67,7 +72,8 @@ def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any,
         coverage, known = term_coverage(q.terms, rows, n_docs=n_docs, df=df, cap=cap)
         names = set(q.names)
         if names:
-            names_known = sum(1 for t in names if df.get(t, 0) > 0) / len(names)
+            unknown_names = tuple(sorted(t for t in names if df.get(t, 0) <= 0))
+            names_known = 1.0 - len(unknown_names) / len(names)
         common = too_common(df, n_docs, seed_cfg.max_df_ratio, seed_cfg.common_min_df)
     search = dense_search(q.k, config)
     early: list[tuple[str, float]] | None = None
@@ -92,7 +98,8 @@ def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any,
     multilingual: dict[str, float] = {}
     if seed_cfg.method == SeedMethod.FUSED and seed_cfg.multilingual > 0:
         multilingual = yield from multilingual_route(q, pool_size(config, q.k), tuple(config.merge.include_statuses))
-    return q, Routes(lexical, dense, n_docs, coverage, known, names_known, multilingual, common, dense_rank)
+    return q, Routes(lexical, dense, n_docs, coverage, known, names_known, multilingual, common, dense_rank,
+                     unknown_names, len(names))
 
 
 # ------------------------------------------------------------------------------------------- seeders
@@ -115,7 +122,8 @@ def _lexical_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: S
     ranked = top(lexical, pool_size(config, q.k))
     return Seeded({i: Candidate(i, score=lexical[i], seed=lexical[i], lexical=lexical[i],
                                 coverage=routes.coverage.get(i, 0.0)) for i in ranked},
-                  final=True, n_docs=routes.n_docs, known=routes.known, names_known=routes.names_known)
+                  final=True, n_docs=routes.n_docs, known=routes.known, names_known=routes.names_known,
+                  unknown_names=routes.unknown_names, n_names=routes.n_names)
 
 
 def _rrf_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: StageTimer) -> Generator[Request, Any, Seeded]:
@@ -128,7 +136,8 @@ def _rrf_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Stage
                      coverage=routes.coverage.get(i, 0.0))
         for i in top(fused, n)
     }
-    return Seeded(cands, final=True, n_docs=routes.n_docs, known=routes.known, names_known=routes.names_known)
+    return Seeded(cands, final=True, n_docs=routes.n_docs, known=routes.known, names_known=routes.names_known,
+                  unknown_names=routes.unknown_names, n_names=routes.n_names)
 
 
 def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: StageTimer) -> Generator[Request, Any, Seeded]:
@@ -195,7 +204,8 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
     top_seed = max(seed_scores.values(), default=0.0) or 1.0
     norm = {i: s / top_seed for i, s in seed_scores.items()}
     return Seeded(cands, final=False, norm=norm, ranked=top(norm, len(norm)), top=top_seed, n_docs=routes.n_docs,
-                  known=routes.known, names_known=routes.names_known)
+                  known=routes.known, names_known=routes.names_known,
+                  unknown_names=routes.unknown_names, n_names=routes.n_names)
 
 
 #: Seed method -> the function that turns the routes into seeds.

@@ -212,3 +212,22 @@ def test_recall_puts_the_answer_above_the_question_it_answers(tmp_path: Path, em
         assert before.hits[0].memory.text == turns[0]  # the question itself wins without the prior
         on = mem.recall(query, user_id="u", k=4, touch=False)
         assert on.hits[0].memory.text == turns[1]
+
+
+def test_a_name_no_memory_holds_as_a_word_may_still_be_a_speaker() -> None:
+    """Calibrated relevance reads how many of the names a question asks about the user knows; "晓雨" is no word
+    of "林晓雨：..." to the segmenter, yet it is the user's friend, not a stranger."""
+    from ripple.recall.candidates import Seeded
+    from ripple.recall.merge import names_of_speakers
+    from ripple.recall.relevance import query_signals
+
+    assert names_of_speakers(["晓雨", "浩子"], CHAT_ZH) == 2
+    assert names_of_speakers(["王芳", "joanna"], CHAT_ZH) == 0  # strangers stay strangers
+    assert names_of_speakers(["晓雨"], TURNS) == 0 and names_of_speakers([], CHAT_ZH) == 0
+
+    class _Q:
+        language = "zh"
+
+    seeded = Seeded({}, final=False, names_known=0.5, unknown_names=("晓雨",), n_names=2)  # (林晓雨 and 晓雨)
+    assert query_signals(_Q(), seeded).names_known == 0.5  # type: ignore[arg-type]
+    assert query_signals(_Q(), seeded, names_of_speakers(seeded.unknown_names, CHAT_ZH)).names_known == 1.0  # type: ignore[arg-type]
