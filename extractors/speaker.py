@@ -10,6 +10,7 @@ content-free detection on the message alone ("Caroline: ok" is still "ok").
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -143,6 +144,23 @@ def speaker_aliases(key: str) -> frozenset[str]:
     return frozenset()
 
 
+@functools.lru_cache(maxsize=1024)
+def romanised_aliases(key: str) -> frozenset[str]:
+    """How an English sentence writes the Chinese name ``key``: in pinyin, capitalised, the given name as one
+    word ("Chen Hao", "Hao Chen", "Hao", "Chen"; "Lin Xiaoyu", "Xiaoyu"), so that "What did Su Lei sign up
+    for?" asked of 苏磊's chat names him.  Forms under three letters are left out ("He" for 何 is a pronoun);
+    :func:`named_speakers` matches these only as capitalised words, so "the sun" names no 孙."""
+    if not _HAN_NAME.match(key):
+        return frozenset()
+    from pypinyin import lazy_pinyin
+
+    surname = key[:2] if key[:2] in _COMPOUND_SURNAMES and len(key) > 2 else key[0]
+    sur, given = ("".join(lazy_pinyin(part)).capitalize() for part in (surname, key[len(surname):]))
+    if not (sur.isascii() and given.isascii() and sur.isalpha() and given.isalpha()):
+        return frozenset()  # (a character pypinyin does not know)
+    return frozenset(a for a in (f"{sur} {given}", f"{given} {sur}", given, sur) if len(a) >= 3)
+
+
 def says_name(text: str, name: str) -> bool:
     """``name`` occurs in the lower-cased ``text`` (as whole words, for a Latin name)."""
     if name not in text:
@@ -169,6 +187,21 @@ def named_speakers(query: str, speakers: Iterable[str]) -> set[str]:
     for alias, who in owners.items():
         if len(who) == 1 and alias not in keys and says_name(text, alias):
             named |= who
+    if all(k.isascii() for k in keys):
+        return _short_forms(query, keys, named)
+    plain = unicodedata.normalize("NFKC", query)
+    romanised: dict[str, set[str]] = {}
+    for k in keys:
+        for alias in romanised_aliases(k):
+            romanised.setdefault(alias, set()).add(k)
+    for alias, who in romanised.items():  # (capitalised, as names are: "the sun" is no 孙)
+        if len(who) == 1 and re.search(rf"(?<![\w'’]){re.escape(alias)}(?![\w'’])", plain):
+            named |= who
+    return _short_forms(query, keys, named)
+
+
+def _short_forms(query: str, keys: set[str], named: set[str]) -> set[str]:
+    """``named`` and the speakers a Latin short first name names ("Mel" for Melanie: see :func:`named_speakers`)."""
     for m in _CAPITALISED.finditer(query):
         if _SENTENCE_START.search(query[: m.start()]):
             continue

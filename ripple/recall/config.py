@@ -410,28 +410,28 @@ class RelevanceConfig(_Config):
     conversations (LoCoMo's four and the three Chinese ones: own questions' evidence against the
     hits of the same questions asked of another user, and off-topic questions), with an L2 penalty on
     the standardised inputs chosen by leave-one-conversation-out log loss (3e-6 on seven
-    conversations: held-out log loss .138 since a name a question uses for one of the user's speakers
-    counts as known, "晓雨" for 林晓雨; .165 before); ``floor`` keeps 97% of the answerable questions
+    conversations: held-out log loss .128 since a name a question uses for one of the user's speakers
+    counts as known, "晓雨" or "Lin Xiaoyu" for 林晓雨; .166 before); ``floor`` keeps 97% of the answerable questions
     answered there (benchmarks/RESULTS.md, "Calibrated relevance", "A third Chinese conversation" and
     "Friends' names are known names", have the leave-one-conversation-out figures).  The signals' scale belongs to the
     embedder: these values are for the default (all-MiniLM-L6-v2, with the multilingual route's e5
     for memories in a CJK script) and uncalibrated for any other.
     """
 
-    late: float = -0.429
-    dense: float = -0.548
-    coverage: float = 3.228
-    multilingual: float = 56.299
-    known: float = 1.265
-    names_known: float = 4.243
-    top_late: float = 0.773
-    top_dense: float = 12.018
-    top_coverage: float = 4.363
-    cjk: float = -23.613
-    top_multilingual: float = 74.291
-    multilingual_route: float = -95.254
-    bias: float = -10.718
-    floor: float = Field(0.610, ge=0.0, le=1.0, description="the calibrated floor: a hit below it is probably unrelated")
+    late: float = -0.501
+    dense: float = -0.930
+    coverage: float = 3.449
+    multilingual: float = 54.748
+    known: float = 1.154
+    names_known: float = 4.643
+    top_late: float = 0.606
+    top_dense: float = 11.918
+    top_coverage: float = 4.490
+    cjk: float = -22.640
+    top_multilingual: float = 74.632
+    multilingual_route: float = -95.143
+    bias: float = -10.633
+    floor: float = Field(0.568, ge=0.0, le=1.0, description="the calibrated floor: a hit below it is probably unrelated")
 
 
 class RerankMethod(str, Enum):

@@ -222,7 +222,8 @@ def names_of_speakers(names: Sequence[str], records: Iterable[StoredMemory]) -> 
     from extractors.speaker import named_speakers, split_speaker
 
     speakers = {t.subject for t in (split_speaker(r.text) for r in records) if t.speaker is not None}
-    return sum(1 for n in names if speakers and named_speakers(n, speakers)) if speakers else 0
+    # (a Latin name token is lower-cased; a romanised Chinese name is matched capitalised, as it was asked)
+    return sum(1 for n in names if named_speakers(n.title() if n.isascii() else n, speakers)) if speakers else 0
 
 
 def title_boosts(query: str, records: Sequence[StoredMemory], weight: float) -> dict[str, float]:

@@ -231,3 +231,18 @@ def test_a_name_no_memory_holds_as_a_word_may_still_be_a_speaker() -> None:
     seeded = Seeded({}, final=False, names_known=0.5, unknown_names=("晓雨",), n_names=2)  # (林晓雨 and 晓雨)
     assert query_signals(_Q(), seeded).names_known == 0.5  # type: ignore[arg-type]
     assert query_signals(_Q(), seeded, names_of_speakers(seeded.unknown_names, CHAT_ZH)).names_known == 1.0  # type: ignore[arg-type]
+
+
+def test_a_chinese_speaker_named_in_pinyin() -> None:
+    """An English question names a Chinese speaker in pinyin, capitalised: "Su Lei" is 苏磊, "Su" alone is both."""
+    from extractors.speaker import named_speakers, romanised_aliases
+
+    assert romanised_aliases("林晓雨") == {"Lin Xiaoyu", "Xiaoyu Lin", "Xiaoyu", "Lin"}
+    assert "He" not in romanised_aliases("何雅琪")  # a pronoun, not a name
+    both = {"苏磊", "苏婷"}
+    assert named_speakers("Which subjects does Su Lei have to take?", both) == {"苏磊"}
+    assert named_speakers("What did Su do?", both) == set()  # shared by both: names neither
+    assert named_speakers("what did lei do", both) == set()  # (a name is capitalised)
+    assert named_speakers("Where does the sun rise?", {"孙悦", "李娜"}) == set()  # lower case: a word, not 孙
+    assert named_speakers("Where does Sun work?", {"孙悦", "李娜"}) == {"孙悦"}
+    assert _speaker_boosts("How did Chen Hao hurt his knee?", CHAT_ZH, 0.4) == {"x2": pytest.approx(1.4)}
