@@ -63,6 +63,8 @@ def make_card(hit: Any, *, scope: str, card_chars: int) -> Card:
         source = f"{scope}/{source}" if source != scope else scope
     if getattr(hit, "conflicts", ()):  # an open conflict: this may be out of date, or may replace another
         source = f"{source} · unconfirmed"
+    if m.status == "superseded":  # history a question about a change asked for: no longer true
+        source = f"{source} · replaced"
     return Card(m.id, text, at.strftime("%Y-%m-%d"), source, float(hit.score), scope)
 
 

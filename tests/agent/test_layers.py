@@ -186,6 +186,22 @@ def test_profile_shows_an_open_conflict_until_it_is_settled(store_mem: Any) -> N
     assert "possibly now" not in s.profile.render() and "unconfirmed" not in s.profile.render().lower()
 
 
+def test_a_replaced_value_in_the_context_says_so(store_mem: Any) -> None:
+    """A question about a change recalls the value a later statement replaced (MergeConfig.history_cue); the
+    card the agent's model reads marks it, so that the old budget is not taken for the current one."""
+    from datetime import datetime, timedelta, timezone
+
+    from ripple.agent.context import make_card
+
+    t0 = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+    (old,) = store_mem.add("Our budget is 50,000 CNY.", user_id="u1", session_id="a", at=t0)
+    (new,) = store_mem.add("The budget is now 60k.", user_id="u1", session_id="b", at=t0 + timedelta(days=1))
+    hits = {h.memory.id: h for h in store_mem.recall("What was the budget originally?", user_id="u1", k=5).hits}
+    assert {old.id, new.id} <= set(hits)
+    assert make_card(hits[old.id], scope="user", card_chars=200).line().startswith("[2026-03-02 · a · replaced]")
+    assert "replaced" not in make_card(hits[new.id], scope="user", card_chars=200).line()
+
+
 # -- working memory --------------------------------------------------------------------------------------------------
 def test_working_memory_versions_steps_notes_and_restart(store_kind: str, tmp_path: Path, embedder: Any,
                                                          extractor: Any) -> None:
