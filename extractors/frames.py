@@ -1131,7 +1131,7 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
         related = [m.group(1).lower() for m in _POSSESSIVE_EN.finditer(clause) if m.group(1).lower() in _RELATIONS_EN]
         for m in re.finditer(r"\b(\w+)'s\b", clause):
             owner = _words(m.group(1), lang)
-            if owner and m.group(1).lower() not in _NOT_OWNERS:
+            if owner and m.group(1).lower() not in _NOT_OWNERS and not _IS_AFTER.match(clause, m.end()):
                 subjects.add(owner[0])
     subjects.update(w for w in words if w in (_RELATIONS_ZH if lang == "zh" else _RELATIONS_EN))
     if (_THIRD_ZH if lang == "zh" else _THIRD_EN).search(clause) and not any(
@@ -1202,6 +1202,10 @@ _THIRD_ZH = re.compile(r"(?:他|她|它)(?:们)?的")
 #: The subject of a clause whose possessive pronoun points outside it ("his", "她的").
 UNRESOLVED = "@?"
 _NOT_OWNERS = frozenset("it that what there here he she who let where how today".split())
+#: What follows a "'s" that is "is", not a possessive: a value or an adverb ("rent's 1,450 a month", "the
+#: venue's now the Hilton", "Tom's at Globex"), not a noun ("Tom's budget").
+_IS_AFTER = re.compile(r"\s+(?:[\d$£€¥]|(?:now|still|just|already|at|in|on|up|down|about|around|over|under|only"
+                       r"|going|moving|moved|gone|back|out|off|due|set|booked|scheduled|fixed|done)\b)", _F)
 
 
 def _strip_markers(text: str, lang: str) -> str:

@@ -78,6 +78,12 @@ def test_subjects_follow_whom_the_clause_is_about(extractor) -> None:
     assert subjects("我妹妹住在杭州。") == {"妹妹"}
     assert subjects("销售部的预算是十万。") == {"销售部"}
     assert subjects("Caroline: I moved to Austin in May.") == {"@caroline"}
+    # "'s" before a value or an adverb is "is": the rent is no owner of 1,450
+    assert subjects("ok so rent's 1,450 a month now.") == set()
+    assert subjects("Tom's at Globex now.") == set() and subjects("Tom's budget is 5k.") == {"tom"}
+    # a verb before 的 owns nothing ("吃的降压药": the medicine he takes), and neither does a value ("三点的")
+    assert subjects("我爸吃的降压药是氨氯地平。") == {"@self"}
+    assert subjects("高铁票买的周五下午三点的。") == set()
 
 
 def test_markers_additions_and_restatements(extractor) -> None:
