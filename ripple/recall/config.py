@@ -410,7 +410,7 @@ class RelevanceConfig(_Config):
     conversations (LoCoMo's four and the three Chinese ones: own questions' evidence against the
     hits of the same questions asked of another user, and off-topic questions), with an L2 penalty on
     the standardised inputs chosen by leave-one-conversation-out log loss (3e-6 on seven
-    conversations: held-out log loss .128 since a name a question uses for one of the user's speakers
+    conversations: held-out log loss .126 since a name a question uses for one of the user's speakers
     counts as known, "晓雨" or "Lin Xiaoyu" for 林晓雨; .166 before); ``floor`` keeps 97% of the answerable questions
     answered there (benchmarks/RESULTS.md, "Calibrated relevance", "A third Chinese conversation" and
     "Friends' names are known names", have the leave-one-conversation-out figures).  The signals' scale belongs to the
@@ -418,19 +418,19 @@ class RelevanceConfig(_Config):
     for memories in a CJK script) and uncalibrated for any other.
     """
 
-    late: float = -0.501
-    dense: float = -0.930
-    coverage: float = 3.449
-    multilingual: float = 54.748
-    known: float = 1.154
-    names_known: float = 4.643
-    top_late: float = 0.606
-    top_dense: float = 11.918
-    top_coverage: float = 4.490
-    cjk: float = -22.640
-    top_multilingual: float = 74.632
-    multilingual_route: float = -95.143
-    bias: float = -10.633
+    late: float = -0.511
+    dense: float = -0.929
+    coverage: float = 3.471
+    multilingual: float = 53.575
+    known: float = 1.146
+    names_known: float = 4.685
+    top_late: float = 0.585
+    top_dense: float = 12.041
+    top_coverage: float = 4.483
+    cjk: float = -22.664
+    top_multilingual: float = 76.720
+    multilingual_route: float = -95.992
+    bias: float = -10.698
     floor: float = Field(0.568, ge=0.0, le=1.0, description="the calibrated floor: a hit below it is probably unrelated")
 
 

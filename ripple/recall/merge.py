@@ -210,20 +210,26 @@ def speaker_boosts(query: str, records: Sequence[StoredMemory], weight: float, a
     return {i: 1.0 + weight for i, sp in speaker_of.items() if sp in named}
 
 
-def names_of_speakers(names: Sequence[str], records: Iterable[StoredMemory]) -> int:
+def names_of_speakers(names: Sequence[str], records: Iterable[StoredMemory], query: str = "") -> int:
     """How many of ``names`` (names a query asks about that no memory's words hold) are a speaker of the
     candidates, by the forms friends use: "晓雨" is 林晓雨, whose turns are stored as "林晓雨: ...".
 
     The lexical route knows a name only as a word of some memory, and "晓雨" is no word of "林晓雨" to the
     segmenter; calibrated relevance, which reads how many of the names the user knows, would take a
-    question about the user's own friend for one about a stranger (see :func:`speaker_boosts`)."""
+    question about the user's own friend for one about a stranger (see :func:`speaker_boosts`).  A name
+    of several words ("Su Lei", read as "su" and "lei") counts whole when ``query`` names a speaker by it."""
     if not names:
         return 0
-    from extractors.speaker import named_speakers, split_speaker
+    from extractors.speaker import named_speakers, romanised_aliases, split_speaker
 
     speakers = {t.subject for t in (split_speaker(r.text) for r in records) if t.speaker is not None}
+    if not speakers:
+        return 0
+    # (the words of the romanised names the whole query says: "Su Lei" makes "su" a known name too)
+    said = {w.lower() for k in named_speakers(query, speakers) for a in romanised_aliases(k) if a in query
+            for w in a.split()} if query else set()
     # (a Latin name token is lower-cased; a romanised Chinese name is matched capitalised, as it was asked)
-    return sum(1 for n in names if named_speakers(n.title() if n.isascii() else n, speakers)) if speakers else 0
+    return sum(1 for n in names if n in said or named_speakers(n.title() if n.isascii() else n, speakers))
 
 
 def title_boosts(query: str, records: Sequence[StoredMemory], weight: float) -> dict[str, float]:

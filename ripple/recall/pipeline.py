@@ -59,7 +59,7 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, 
     timer.lap("merge.records", len(cands), time_weight=time_w)
     cands = yield from rerank_stage(q, cands, records, config.rerank, timer)
     hits = cands[: q.k]
-    named = names_of_speakers(seeded.unknown_names, records.values()) if config.merge.speaker_aliases else 0
+    named = names_of_speakers(seeded.unknown_names, records.values(), q.text) if config.merge.speaker_aliases else 0
     signals = query_signals(q, seeded, named)
     assign_relevance(hits, seeded.cands, signals, config.relevance)
     timer.lap("relevance", len(hits), **{k: round(v, 4) for k, v in asdict(signals).items()})

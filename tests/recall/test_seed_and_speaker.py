@@ -246,3 +246,9 @@ def test_a_chinese_speaker_named_in_pinyin() -> None:
     assert named_speakers("Where does the sun rise?", {"孙悦", "李娜"}) == set()  # lower case: a word, not 孙
     assert named_speakers("Where does Sun work?", {"孙悦", "李娜"}) == {"孙悦"}
     assert _speaker_boosts("How did Chen Hao hurt his knee?", CHAT_ZH, 0.4) == {"x2": pytest.approx(1.4)}
+    from ripple.recall.merge import names_of_speakers
+
+    # "Su Lei" is read as the names "su" and "lei"; said whole, both are 苏磊's
+    su = [_Rec("a", "苏磊：我报了成考"), _Rec("b", "苏婷：加油")]
+    assert names_of_speakers(["lei", "su"], su, "Which subjects does Su Lei take?") == 2
+    assert names_of_speakers(["lei", "su"], su) == 1  # (without the query: "Lei" alone)
