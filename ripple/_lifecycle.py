@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from extractors.frames import numbered_names
+from extractors.frames import numbered_names, value_groups
 from extractors.normalize import entity_key
 from extractors.text import lexical_tokens
 from graphstore.protocol import ACTIVE, INVALIDATED, SUPERSEDED
-from graphstore.records import EDGE_CONFLICTS, EDGE_MENTIONS, EDGE_RETRACTS, EDGE_SUPERSEDES, EdgeRecord, StoredMemory
+from graphstore.records import (
+    EDGE_CONFLICTS, EDGE_MENTIONS, EDGE_NEXT, EDGE_RETRACTS, EDGE_SUPERSEDES, EdgeRecord, StoredMemory,
+)
 
 from ._supersede import (
     DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, FrameView, JudgeCase, Verdict, compare, grade, match,
@@ -332,7 +334,7 @@ def _batch_repeat(b: _Batch, i: int, kept: Sequence[int], norms: dict[int, "np.n
 def _links(b: _Batch, order: Sequence[int]) -> Op[None]:
     """Retractions ("forget that") and corrections ("no, I meant Tuesday"): each finds what it refers
     to, and invalidates (a retraction) or supersedes (a correction) it."""
-    previous: dict[str, int] = {}  # session -> latest new item of this batch so far
+    previous: dict[str, list[int]] = {}  # session -> the new items of this batch so far, latest last
     for i in order:
         ex = b.prepared[i].extraction
         retracts = b.cfg.retractions and bool(getattr(ex, "retracts", False))
@@ -341,16 +343,19 @@ def _links(b: _Batch, order: Sequence[int]) -> Op[None]:
             yield from _link(b, i, retracts, order, previous)
         sid = b.prepared[i].item.session_id
         if sid is not None:
-            previous[sid] = i
+            previous.setdefault(sid, []).append(i)
 
 
-def _link(b: _Batch, i: int, retracts: bool, order: Sequence[int], previous: dict[str, int]) -> Op[None]:
+def _link(b: _Batch, i: int, retracts: bool, order: Sequence[int], previous: dict[str, list[int]]) -> Op[None]:
     """Item ``i``, a retraction (``retracts``) or else a correction: what it refers to, what it does to
     it (see :func:`_apply_link`), and why, in its notes."""
     b.d.kind[i] = "retraction" if retracts else "correction"
     hint = str(getattr(b.prepared[i].extraction, "retract_hint", "") or "") if retracts else ""
+    found = None if retracts or hint else (yield from _corrected_message(b, i, previous))
     if hint:
         target, reason = yield from _hinted_target(b, i, hint, order)
+    elif found is not None:
+        target, reason = found
     else:
         target, reason = yield from _previous_message(b, i, retracts, previous)
     if target is not None:
@@ -397,14 +402,47 @@ def _retractable(b: _Batch, i: int, options: Sequence[tuple[float, str]]) -> Op[
     return [o for o, who in zip(options, said) if who == b.said(i)]
 
 
-def _previous_message(b: _Batch, i: int, retracts: bool, previous: dict[str, int]) -> Op[tuple[str | None, str]]:
+#: The latest messages of its session a correction that states a value may refer to (see _corrected_message).
+_CORRECTION_REACH = 3
+
+
+def _corrected_message(b: _Batch, i: int, previous: dict[str, list[int]]) -> Op[tuple[str, str] | None]:
+    """What a correction that states a value corrects: the latest of its session's last few messages that
+    holds a value of the same kind.  "不对不对，牙医是两点半" after "明天牙医约的下午两点" and "洗完牙顺便带咪咪去打
+    疫苗" corrects the appointment, not the errand said in between, which the previous message rule would
+    have superseded (a true statement hidden).  None: the correction states no value, or none of those
+    messages holds one of its kind (the previous message rule then applies)."""
+    sid = b.prepared[i].item.session_id
+    lang = "zh" if b.prepared[i].extraction.language == "zh" else "en"
+    mine = value_groups(b.prepared[i].item.text, lang)
+    if sid is None or not mine:
+        return None
+    reason = "the latest message of this session with a value of the kind it states"
+    for j in reversed(previous.get(sid, [])[-_CORRECTION_REACH:]):  # (this batch's, latest first)
+        if value_groups(b.prepared[j].item.text, lang) & mine:
+            return b.mem_ids[j], reason
+    left = _CORRECTION_REACH - len(previous.get(sid, []))
+    seen: set[str] = set()
+    here = (yield LastMemoryInSession(b.user, sid)) if left > 0 else None
+    while here is not None and left > 0:  # (then the stored ones, back along the session's NEXT chain)
+        yield from b.fetch([here])
+        if b.known(here) and value_groups(b.current(here).text, lang) & mine:
+            return here, reason
+        seen.add(here)
+        left -= 1
+        before = {n.target for n in (yield Expand(b.user, [here], [EDGE_NEXT]))} - seen - {here}
+        here = before.pop() if len(before) == 1 else None
+    return None
+
+
+def _previous_message(b: _Batch, i: int, retracts: bool, previous: dict[str, list[int]]) -> Op[tuple[str | None, str]]:
     """What a retraction or correction without a hint refers to: the previous message of its session
     (of this batch, ``previous``, or else stored); and why."""
     sid = b.prepared[i].item.session_id
     target: str | None = None
     if sid is not None:
-        if sid in previous:
-            target = b.mem_ids[previous[sid]]
+        if previous.get(sid):
+            target = b.mem_ids[previous[sid][-1]]
         else:
             target = yield LastMemoryInSession(b.user, sid)
     if target is None:

@@ -193,6 +193,18 @@ def test_a_correction_supersedes_what_it_corrects(mem: Memory) -> None:
     assert [m.id for m in mem.history(fixed.id)] == [wrong.id, fixed.id]
 
 
+@pytest.mark.parametrize("batch", [False, True], ids=["one-by-one", "add_many"])
+def test_a_correction_skips_a_message_said_in_between(mem: Memory, batch: bool) -> None:
+    """"不对不对，牙医是两点半" corrects the appointment, not the errand said after it: the latest of the
+    session's last messages that holds a value of the kind the correction states (a time)."""
+    texts = ["明天牙医约的下午两点", "洗完牙顺便带咪咪去打疫苗", "不对不对，牙医是两点半，刚看错短信了"]
+    items = [{"text": t, "user_id": "u1", "session_id": "s1", "at": T0 + timedelta(minutes=3 * n)}
+             for n, t in enumerate(texts)]
+    written = mem.add_many(items) if batch else [mem.add(**item)[0] for item in items]
+    assert [mem.get(m.id).status for m in written] == ["superseded", "active", "active"]
+    assert mem.get(written[2].id).metadata["ripple"]["corrects"] == written[0].id
+
+
 def test_a_repeated_statement_reinforces_instead_of_duplicating(mem: Memory) -> None:
     first = say(mem, "I live in Berlin with my partner Sam.", 0)
     again = say(mem, "I live in Berlin with my partner Sam.", 5, session="s2")
