@@ -270,11 +270,13 @@ _ZH_RETRACT: tuple[re.Pattern[str], ...] = (
     re.compile(r"(?:^|(?<=[，。！？；,.!?;\s请你就]))(?:把(?P<obj>[^，。！？；,.!?;]{1,15}?))?忘掉(?!了)"),
     re.compile(r"(?:别|不要|不用)再?记(?:住|下|着)?(?:这个|那个|它|这件事|那件事|了)"),
     re.compile(r"当我没说|就当我没说过?|(?:刚才|刚刚|之前|前面)(?:说|讲)的(?:话)?不算"
-               r"|(?:刚才|刚刚|之前|前面|上面)(?:那句|那条|说的)(?:话)?(?:作废|不算数?)"),
+               r"|(?:刚才|刚刚|之前|前面|上面)(?:那句|那条|说的)(?:话)?(?:作废|不算数?)"
+               # "上一条删一下": the message before, deleted
+               r"|(?:刚才|刚刚|之前|前面|上面|上一)(?:那句|那条|条|句)(?:话|消息)?(?:先|就)?删(?:一下|掉|了|除)"),
     re.compile(r"(?P<obj>[^，。！？；,.!?;]{1,12}?)的事(?:就|先|还是)?(?:不提了|别提了|算了)"),
     re.compile(r"撤回|我收回|收回(?:刚才|之前|刚刚)?(?:说)?的话|取消(?:刚才|之前|刚刚|上面)(?:说的|那条)"),
 )
-_ZH_RETRACT_NEEDLES = ("不要了", "算了", "提了", "说了", "忘", "记", "没说", "不算", "撤回", "收回", "取消", "作废")
+_ZH_RETRACT_NEEDLES = ("不要了", "算了", "提了", "说了", "忘", "记", "没说", "不算", "撤回", "收回", "取消", "作废", "删")
 _ZH_LEADING_FILLER = re.compile(r"^(?:那个|这个|好吧|关于|至于|还有|另外|其实|哦|噢|嗯|唉|哎|那|这)+")
 _ZH_TRAILING_FILLER = re.compile(r"(?:的事情|的事|就|也|还是|的话|吧|呢|那个|这个)+$")
 _ZH_PRONOUN_HINTS = frozenset("我 你 他 她 它 我们 你们 他们 这 那 这个 那个 这些 那些 都 全部 所有".split())
@@ -363,8 +365,10 @@ _EN_CORRECT: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
     (re.compile(r"\bbut\s+(?:i\s+)?meant\b(?!\s+to\b)", _F), "any", ("meant",)),
     (re.compile(r"(?:^|(?<=[\s(]))correction\s*[:：,-]|\bto\s+correct\s+(?:myself|that|what\s+i\s+said)\b"
                 r"|\blet\s+me\s+correct\b|\bi\s+misspoke\b|\bi\s+mistyped\b|(?:^|(?<=\s))typo\s*[:：,-]"
-                r"|\bi\s+was\s+wrong\b|\bi\s+(?:said|wrote)\s+(?:it\s+)?wrong\b", _F),
+                r"|\bi\s+was\s+wrong\b|\bi\s+(?:said|wrote|had)\s+(?:it\s+|that\s+)?wrong\b", _F),
      "any", ("correct", "misspoke", "mistyped", "typo", "wrong")),
+    # "*KX19 ABD": the chat convention for a typo fixed, a message that opens with an asterisk and the right text
+    (re.compile(r"^\*(?=[^\s*])", _F), "any", ("*",)),
     (re.compile(rf"\bmake\s+that\s+{_VALUE_START}", _F), "clause", ("make that",)),
     # "scratch that, the budget is 70k": a retraction followed by the replacement.
     (re.compile(r"\b(?:scratch|strike)\s+that\s*[,;:.—-]+\s*\w", _F), "clause", ("scratch", "strike")),
@@ -382,6 +386,10 @@ _ZH_CORRECT = re.compile(
     r"(?:^|(?<=[，。！？；,.!?;\s]))(?:不对不对|不对|不是的|错了|(?:我|[\u4e00-\u9fff]{1,3}?)?(?:说错了|搞错了|弄错了|写错了|打错了|记错了)|口误)(?=[，,。！!\s]|$)"
     r"|(?:^|(?<=[，。！？；,.!?;\s]))(?:我是说|我的意思是|我指的是|我想说的是)"
     r"|更正(?:一下)?[:：，,]|纠正一下|修正一下|应该是[^，。！？]{1,15}才对"
+    # "刚看错短信了", "数字记反了", "看错行了": a misreading owned up to (看 / 听 / 记 / 写 / 打 + 错 / 反)
+    r"|[看听记写打](?:错|反)[\u4e00-\u9fff]{0,2}?了(?=[，,。！!\s]|$)"
+    # "改一下，10个人": a message that opens by amending the one before
+    r"|^改一下[，,:：\s]"
     # "不是周一，是周二": only when the negated part is a number or a date ("不是我不想去，是没时间" is not).
     r"|(?:^|(?<=[，。！？；,.!?;\s]))不是[^，。！？,]{0,6}[\d零〇一二两三四五六七八九十百千万周月号日][^，。！？,]{0,4}[，,]\s*(?:而)?是"
     # "是十三号，不是十二号": the same, the other way round

@@ -96,6 +96,7 @@ def test_lowest_cue_wins() -> None:
         ("当我没说", ""),
         ("Never mind the bedroom idea.", "the bedroom idea"),
         ("刚才那句作废。", ""),
+        ("上一条删一下，看错日历了", ""),  # (a retraction, not a correction: nothing replaces it)
         ("装修的事就别提了", "装修"),
     ],
 )
@@ -168,6 +169,11 @@ def test_not_retractions(text: str) -> None:
         "不好意思，是十三号，不是十二号。",
         "地址写错了，是建国路86号。",
         "改成七个人吧，小孙也来。",
+        "*KX19 ABD",  # the chat convention for a typo fixed
+        "eh, it's 11:30, I had it wrong",
+        "G1823，数字记反了",  # a misreading owned up to
+        "不对不对，牙医是两点半，刚看错短信了",
+        "改一下，10个人，忘了我表哥一家",
     ],
 )
 def test_corrections(text: str) -> None:
@@ -195,6 +201,10 @@ def test_corrections(text: str) -> None:
         "Something went wrong with the build",
         "周报改成周四交了。",
         "他搞错了方向",
+        "他写错了字",  # (the cue must end its clause)
+        "我看错了一部电影",
+        "**bold** and * a list item",
+        "I had a great time",
         "",
     ],
 )
