@@ -351,13 +351,11 @@ def _link(b: _Batch, i: int, retracts: bool, order: Sequence[int], previous: dic
     it (see :func:`_apply_link`), and why, in its notes."""
     b.d.kind[i] = "retraction" if retracts else "correction"
     hint = str(getattr(b.prepared[i].extraction, "retract_hint", "") or "") if retracts else ""
-    found = None if retracts or hint else (yield from _corrected_message(b, i, previous))
     if hint:
         target, reason = yield from _hinted_target(b, i, hint, order)
-    elif found is not None:
-        target, reason = found
     else:
-        target, reason = yield from _previous_message(b, i, retracts, previous)
+        found = None if retracts else (yield from _corrected_message(b, i, previous))
+        target, reason = found or (yield from _previous_message(b, i, retracts, previous))
     if target is not None:
         yield from _apply_link(b, i, target, retracts, b.prepared[i].at)
     b.d.notes[i] = {"retracts" if retracts else "corrects": target, "reason": reason}

@@ -42,9 +42,9 @@ def has_recency_cue(text: str) -> bool:
     return _RECENCY_CUES.search(text) is not None and _ANCHORED_TIME.search(text) is None
 
 
-# A question about how something changed ("What was the bride price at first, and what was agreed in the end?",
-# "原本定在哪天，后来挪到了哪天", "from the first offer to the final one") asks for the values a later statement
-# replaced: the superseded memories are its evidence.  Words that ask about an earlier state or the change itself.
+# A question about how something changed ("What was the budget originally?", "How much did the rent go up?",
+# "原本定在哪天，后来挪到了哪天", "从最初报价到最后敲定一共降了多少") asks for the values a later statement replaced:
+# the superseded memories are its evidence.  Words that ask about an earlier state or the change itself.
 _CHANGE_CUES = re.compile(
     r"\b(originally|initially|at first|in the beginning|used to|previously|formerly|changed?|changes|changing"
     r"|increased?|decreased?|(go|goes|going|went|gone) (up|down)|grew|dropped|rose|fell|how (much|many) (more|less|fewer))\b"
