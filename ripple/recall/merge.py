@@ -254,9 +254,10 @@ def title_boosts(query: str, records: Sequence[StoredMemory], weight: float) -> 
 
 
 def title_links(cands: list[Candidate], records: Mapping[str, StoredMemory], weight: float,
-                sources: int) -> list[Candidate]:
+                sources: int, fan_damping: float = 0.0) -> list[Candidate]:
     """Lift the titled documents that the ``sources`` best candidates name to ``weight`` times the score of
-    the one naming them, and re-sort.
+    the one naming them, divided by ``n ** fan_damping`` when it names ``n`` of the candidates' pages, and
+    re-sort.
 
     Why: a page that names another page's title links to it, as a wiki's hyperlink does ("Intrepid Wind
     Farm\n... located in Sac and ... Iowa" names the page "Iowa\n...").  A multi-hop question names the
@@ -269,6 +270,11 @@ def title_links(cands: list[Candidate], records: Mapping[str, StoredMemory], wei
     candidate's ``via`` is ``"title"``, its path the one link and ``channels["title"]`` the link's weight,
     so that its calibrated relevance follows its source's as a spread hit's does
     (:func:`ripple.recall.relevance.through_source`).
+
+    Fan damping: a page that names many pages (the euro's, naming every country that adopted it; a
+    state's, naming its neighbours) says little about any one of them, so its score is shared among its
+    links as spreading shares an entity's among the memories that mention it (hub damping).  A page that
+    names one candidate page passes the whole ``weight``.
     """
     if weight <= 0 or sources <= 0 or len(cands) < 2:
         return cands
@@ -287,14 +293,15 @@ def title_links(cands: list[Candidate], records: Mapping[str, StoredMemory], wei
     for src in cands[:sources]:
         text = records[src.id].text
         body = entity_key(text.partition("\n")[2] if src.id in keys else text)  # (a page's own title is no link)
-        floor = weight * src.score
-        linked: set[str] = set()  # titles this source links to: a page is lifted once, its best passage
+        linked: dict[str, Candidate] = {}  # title -> the page's best passage: a page is lifted once
         for c in cands:
             key = keys.get(c.id)
             # (nor one to another passage of the same page: MuSiQue keeps several paragraphs under one title)
             if key is None or key in linked or key == keys.get(src.id) or not names_title(body, key):
                 continue
-            linked.add(key)
+            linked[key] = c
+        floor = weight * src.score / (len(linked) ** fan_damping if linked else 1.0)
+        for c in linked.values():
             if c.score >= floor:
                 continue
             c.score = floor

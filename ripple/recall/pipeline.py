@@ -55,7 +55,8 @@ def recall_plan(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, 
     statuses = tuple(config.merge.include_statuses)
     cands = [c for c in cands if c.id in records and records[c.id].status in statuses]
     cands, time_w = apply_priors(q, cands, records, config.merge)
-    cands = title_links(cands, records, config.merge.title_link_weight, config.merge.title_link_sources)
+    cands = title_links(cands, records, config.merge.title_link_weight, config.merge.title_link_sources,
+                        config.merge.title_link_fan_damping)
     timer.lap("merge.records", len(cands), time_weight=time_w)
     cands = yield from rerank_stage(q, cands, records, config.rerank, timer)
     hits = cands[: q.k]

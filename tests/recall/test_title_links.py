@@ -73,6 +73,27 @@ def test_no_lift_from_a_page_s_own_title_above_the_floor_or_beyond_the_sources()
     assert title_links(_cands(("fawell", 1.0), ("city", 0.1)), RECORDS, 0.9, 0)[1].score == 0.1
 
 
+def test_a_page_naming_many_pages_shares_its_score_among_them() -> None:
+    """Fan damping: the euro's page names every country that adopted it; each link passes score / n ** d."""
+    records = {**RECORDS,
+               "euro": _Rec("euro", "Euro\nThe euro replaced the markka in Finland and the lats in Latvia and Estonia."),
+               "finland": _Rec("finland", "Finland\nFinland is a Nordic country."),
+               "latvia": _Rec("latvia", "Latvia\nLatvia is a Baltic country."),
+               "estonia": _Rec("estonia", "Estonia\nEstonia is a Baltic country."),
+               "signmark": _Rec("signmark", "Signmark\nSignmark is a Finnish rapper.")}
+    cands = [("euro", 1.0), ("signmark", 0.8), ("turn2", 0.0), ("finland", 0.3), ("latvia", 0.2), ("estonia", 0.1)]
+    records["turn2"] = _Rec("turn2", "Gina: my store opened.")
+    undamped = title_links(_cands(*cands), records, 0.9, 1)
+    assert [c.id for c in undamped[:2]] == ["euro", "estonia"]  # three pages tie at .9, above the first hop's page
+    damped = title_links(_cands(*cands), records, 0.9, 1, 0.5)
+    assert [c.id for c in damped[:2]] == ["euro", "signmark"]
+    assert {c.id: round(c.score, 6) for c in damped if c.via == "title"} == {
+        i: round(0.9 / 3 ** 0.5, 6) for i in ("finland", "latvia", "estonia")}
+    # a page naming one candidate page passes the whole weight, damped or not
+    one = title_links(_cands(("fawell", 1.0), ("boston", 0.3), ("city", 0.1)), RECORDS, 0.9, 3, 1.0)
+    assert one[1].id == "city" and one[1].score == pytest.approx(0.9)
+
+
 def test_recall_follows_the_link_a_two_hop_question_needs(tmp_path: Path, embedder, extractor) -> None:
     """End to end: the city page shares no word with the question but 'West Chicago', named by the page the
     question is about; the link brings it in right after that page, with the link as its path."""
