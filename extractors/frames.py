@@ -1051,7 +1051,7 @@ def _unabbreviated(message: str) -> str:
 
 
 _QUESTION = re.compile(r"(?:[?？]|吗[。!！]?|呢[?？。]?)$")
-_SENTENCE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？\n]+|$)")
+_SENTENCE = re.compile(r"(?:[^.!?。！？\n]|(?<=\d)\.(?=\d))+(?:[.!?。！？\n]+|$)")  # (a decimal point ends no sentence: "1.5 cups?")
 _PRONOUN_START_EN = re.compile(r"\s*(?:it|they|he|she|this|that)\b", _F)
 # ("这周", "那天", "这次" say when, not about what: no pronoun)
 _PRONOUN_START_ZH = re.compile(r"\s*(?:它|他|她|这|那)(?!里|边|儿|周|星期|礼拜|个?月|年|天|次|会)")

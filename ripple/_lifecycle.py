@@ -32,7 +32,7 @@ from graphstore.records import (
 )
 
 from ._supersede import (
-    DENSE_HIGH, DENSE_MEDIUM, HIGH, MEDIUM, FrameView, JudgeCase, Verdict, compare, grade, match,
+    DENSE_HIGH, DENSE_MEDIUM, DENSE_SAME, HIGH, MEDIUM, FrameView, JudgeCase, Verdict, compare, grade, match,
     worth_parsing,
 )
 from graphstore.requests import (
@@ -90,6 +90,12 @@ class LifecycleConfig(BaseModel):
     )
     frame_cosine_medium: float = Field(
         DENSE_MEDIUM, ge=-1, le=1, description="cosine of the masked clauses below which a compatible pair is left alone"
+    )
+    frame_cosine_same: float | None = Field(
+        DENSE_SAME, ge=-1, le=1,
+        description="cosine of the masked clauses from which a statement that says what the old one said, no more and"
+                    " no less, with another value supersedes it unmarked ('Sam wears a size 31 shoe' / 'sam's shoe size:"
+                    " 33'); None leaves such pairs conflicts for review",
     )
     conflicts: bool = Field(True, description="record medium-confidence supersessions as conflicts for review")
     pair_judge: bool = Field(
@@ -818,7 +824,8 @@ def _graded(b: _Batch, found: Sequence[_Found]) -> Op[dict[tuple[int, str], _Dec
     for i, target, at, v in found:
         old, new = index[v.old_masked], index[v.new_masked]
         cosine = float(old @ new / max(1e-9, float(lengths[v.old_masked] * lengths[v.new_masked])))
-        level, reasons = grade(v, cosine, high=b.cfg.frame_cosine_high, medium=b.cfg.frame_cosine_medium)
+        level, reasons = grade(v, cosine, high=b.cfg.frame_cosine_high, medium=b.cfg.frame_cosine_medium,
+                               same=b.cfg.frame_cosine_same)
         if level not in rank:
             continue
         have = best.get((i, target))

@@ -47,7 +47,7 @@ from extractors.frames import (
 )
 from extractors.text import has_cjk
 
-__all__ = ["Verdict", "JudgeCase", "FrameView", "view", "match", "compare", "can_replace", "can_be_replaced", "structural_match", "promising", "worth_parsing", "grade", "HIGH", "MEDIUM", "LOW", "DENSE_HIGH", "DENSE_MEDIUM"]
+__all__ = ["Verdict", "JudgeCase", "FrameView", "view", "match", "compare", "can_replace", "can_be_replaced", "structural_match", "promising", "worth_parsing", "grade", "HIGH", "MEDIUM", "LOW", "DENSE_HIGH", "DENSE_MEDIUM", "DENSE_SAME"]
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
 PERSON_FAMILY = "person"
@@ -58,6 +58,8 @@ _SHORT = 4  # words of a clause short enough to be read as a plain statement of 
 DENSE_HIGH = 0.4
 #: ... and below which even a compatible pair is left alone.
 DENSE_MEDIUM = 0.25
+#: Cosine of the masked clauses from which an unmarked pair of the same words (shape "same") is acted on.
+DENSE_SAME = 0.75
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,7 @@ class Verdict:
     new_masked: str
     reasons: tuple[str, ...]
     shape: str  # "same" | "narrower" | "broader": what the new clause says next to the old one
+    plain: bool = False  # neither clause tells an event, nor does the new one add or leave out a qualifying word
 
 
 _TEMPORAL_KIND = frozenset({"temporal"})
@@ -487,8 +490,10 @@ def _compare(old_view: FrameView, new_view: FrameView, multi_valued: frozenset[s
     else:
         level = MEDIUM
         reasons.append("no change marker")
+    # (a clause that tells what happened is no restatement of an attribute: "张宇航考了663，语文118" after "语文才78")
+    plain = not (only_new & nominal or left_out & nominal or old.told or new.told)
     return Verdict(level, old_value, new_value, old.clause, new.clause, _mask(old, vo.slot), _mask(new, vn.slot),
-                   tuple(reasons), shape)
+                   tuple(reasons), shape, plain)
 
 
 def _another_name(old: Frame, old_left: Sequence[_Value], new: Frame, vn: _Value) -> bool:
@@ -523,14 +528,23 @@ def _mask(frame: Frame, slot: Slot | None) -> str:
     return "".join(out).strip()
 
 
-def grade(v: Verdict, dense: float, *, high: float = DENSE_HIGH, medium: float = DENSE_MEDIUM
-          ) -> tuple[str, tuple[str, ...]]:
-    """The final level of a structural verdict given the cosine of its masked clauses."""
+def grade(v: Verdict, dense: float, *, high: float = DENSE_HIGH, medium: float = DENSE_MEDIUM,
+          same: float | None = None) -> tuple[str, tuple[str, ...]]:
+    """The final level of a structural verdict given the cosine of its masked clauses.
+
+    ``same``: a pair the rules left at medium because nothing marks the change, although the new
+    clause is about what the old one was about, no more and no less ("Sam wears a size 31 shoe." /
+    "sam's shoe size: 33", "Dad takes 2.5mg amlodipine." / "dad is on 10mg amlodipine"), is acted on
+    when its masked clauses are at least this close: one attribute stated twice with two values cannot
+    both hold.  A pair whose new clause adds or leaves out a word that qualifies it ("my return
+    flight", "我哥的房贷") is not plain and stays a conflict for review."""
     reasons = (*v.reasons, f"masked clauses cosine {dense:.2f}")
     if dense < medium:
         return LOW, reasons
     if v.level == HIGH and dense >= high:
         return HIGH, reasons
+    if same is not None and v.level == MEDIUM and v.plain and dense >= same and dense >= high:
+        return HIGH, (*reasons, "the same attribute stated again, close")
     return MEDIUM, reasons
 
 

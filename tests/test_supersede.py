@@ -47,6 +47,10 @@ GENERALISED = [
     ("我们的季度报告周五交。", "主管说报告可以推到下周三。"),
     ("我爸的降压药是硝苯地平。", "我爸吃的降压药换成氨氯地平了。"),
     ("我妹在杭州工作。", "我妹调回南京了。"),
+    # nothing marks the change, but the new clause is about what the old one was about, no more and no less
+    # (only its verb or its form differs), and the masked clauses are close: one attribute, two values
+    ("Sam wears a size 31 shoe.", "sam's shoe size: 33. kids grow so fast"),
+    ("Dad takes 2.5mg amlodipine.", "Dad is on 5mg amlodipine."),
 ]
 
 APART = [  # same kind of statement, another subject or qualifier: both stay true
@@ -57,6 +61,10 @@ APART = [  # same kind of statement, another subject or qualifier: both stay tru
     # a day changed, but of another attribute (a date and a weekday both name a day)
     ("My birthday is June 3.", "The party moved to next Saturday."),
     ("合同五月十号到期。", "付款日改到下周一了。"),
+    # the same words but one that says which: not one attribute stated again
+    ("My flight to Lisbon leaves at 7:40.", "My return flight from Lisbon leaves at 18:05."),
+    # a question states no value, whatever its number ("1.5" ends no sentence)
+    ("Biscuit gets 2 cups a day.", "should biscuit be on 1.5 cups? I'll ask the vet on thursday"),
 ]
 
 RUNNING = [  # an amount so far, or left, next to the limit it is measured against: both stay true
