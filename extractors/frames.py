@@ -836,6 +836,23 @@ def _vocative(full: str, v: Value, offset: int, lang: str) -> bool:
     return nxt in ("!", "?", "！", "？") or ((not nxt or nxt in ".。") and len(lead) <= 4)
 
 
+def _aligned_nfkc(text: str) -> str:
+    """NFKC character by character, each character keeping its width.
+
+    Why: the extraction's offsets (spaCy's and jieba's, on the text as written) must point at the
+    same characters in the text the frames read.  NFKC of the whole text turned "…" into "...", two
+    characters more, and cut every name after one two characters early ("we've switched the
+    ceremony to Ashdown Manor" read 'o Ashdown Man').  An ellipsis reads as the full stop it ends a
+    sentence with; other characters NFKC would widen ("½", "ﬁ") stay as written."""
+    if text.isascii():
+        return text
+    out = []
+    for c in text:
+        n = unicodedata.normalize("NFKC", c)
+        out.append(n if len(n) == 1 else "." if c == "\u2026" else c)
+    return "".join(out)
+
+
 def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
     """The frames of one extracted text: its clauses that carry a value or whose sentence names a change.
 
@@ -845,7 +862,7 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
     is a pronoun ("it now lands at 8:30pm", "现在十四个人了"), also carries the words and subjects
     of the clause before it.
     """
-    full = unicodedata.normalize("NFKC", text if text is not None else ex.text).replace("\u2019", "'")
+    full = _aligned_nfkc(text if text is not None else ex.text).replace("\u2019", "'")
     speaker = ex.extra.get("speaker") if ex.extra else None
     offset = _message_start(full, ex)
     message = full[offset:]

@@ -273,3 +273,15 @@ def test_a_place_left_behind_is_no_new_value(extractor, text: str, free: bool) -
 
     names = [v for f in frames_of(extractor.extract(text)) for v in view(f).values if v.named]
     assert names and all(v.free is free for v in names), [(v.slot.text, v.free) for v in names]
+
+
+def test_a_name_after_an_ellipsis_or_a_wide_character_is_read_whole(extractor) -> None:
+    """NFKC widens "…" to "..." and "½" to "1⁄2": the frames read the text character for character, so
+    the extraction's offsets still point at the name (it was cut two characters early: 'o Ashdown Man')."""
+    for text in ("so the barn double booked us… we've switched the ceremony to Ashdown Manor, same date",
+                 "½ price offer ended, we've switched the ceremony to Ashdown Manor"):
+        slots = [s.text for f in frames_of(extractor.extract(text)) for s in f.slots]
+        assert "Ashdown Manor" in slots, slots
+    # the ellipsis still ends the sentence, as the three dots did
+    clauses = [f.clause for f in frames_of(extractor.extract("the venue was booked… we've switched the ceremony to Ashdown Manor"))]
+    assert all("booked" not in c for c in clauses if "Ashdown" in c), clauses
