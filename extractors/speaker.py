@@ -19,7 +19,7 @@ from typing import Iterable
 from .normalize import entity_key
 from .text import _SENTENCE_START, is_cjk_char
 
-__all__ = ["SpeakerTurn", "split_speaker", "ROLE_SUBJECTS", "speaker_aliases", "says_name", "named_speakers"]
+__all__ = ["SpeakerTurn", "split_speaker", "ROLE_SUBJECTS", "speaker_aliases", "says_name", "named_speakers", "spoken_of"]
 
 #: Chat roles: stripped like a speaker but never an entity, "I" is the user or the assistant.
 ROLE_SUBJECTS: dict[str, str] = {
@@ -166,6 +166,29 @@ def says_name(text: str, name: str) -> bool:
     if name not in text:
         return False
     return not name.isascii() or re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+
+
+#: A word after which a name in an English question is whom something is done to, for or about, not who does it.
+_SPOKEN_OF_BEFORE = re.compile(r"(?<!\w)(?:to|with|for|from|about|besides|of|than|tell|tells|told|ask|asks|asked|give"
+                               r"|gives|gave|get|gets|got)\s+$", re.IGNORECASE)
+
+
+def spoken_of(query: str, speakers: Iterable[str]) -> set[str]:
+    """The speakers (keys) an English ``query`` names only as whom something is done to, for or about.
+
+    "What did Jon say about Gina's progress?", "What does Nate want to do when he goes over to Joanna's
+    place?", "How did Nate feel about sharing desserts with Joanna?": the question is about what Jon and
+    Nate said, and the other name is in a possessive ("Gina's") or after a preposition or a verb that
+    takes a person as its object ("with Joanna", "told Gina").  A speaker named once as the one who
+    does something is not spoken of.  CJK names are left alone (their grammar marks objects otherwise)."""
+    out: set[str] = set()
+    for key in speakers:
+        forms = [f for f in {key, *speaker_aliases(key)} if f.isascii() and len(f) > 2]
+        hits = [m for f in forms for m in re.finditer(rf"(?<![\w'’]){re.escape(f)}(?![\w])", query, re.IGNORECASE)]
+        if hits and all(_SPOKEN_OF_BEFORE.search(query, 0, m.start()) or re.match(r"['’]s?(?!\w)", query[m.end():])
+                        for m in hits):
+            out.add(key)
+    return out
 
 
 def named_speakers(query: str, speakers: Iterable[str]) -> set[str]:

@@ -184,13 +184,15 @@ def speaker_boosts(query: str, records: Sequence[StoredMemory], weight: float, a
     name is just as present in Caroline's replies ("That's great, Melanie!"),
     where no route tells speaker from addressee.  Only when the query names
     some but not all of the speakers among the candidates are their turns
-    boosted; passages and one-speaker logs get nothing.  With ``aliases`` the
+    boosted (or names them all, but all except one only as whom something is
+    done to or said about: "What did Jon say about Gina's progress?",
+    :func:`extractors.speaker.spoken_of`); passages and one-speaker logs get nothing.  With ``aliases`` the
     query may name a speaker the way friends do ("小雨" for 林晓雨, "浩子" for
     陈浩, "Mel" for Melanie: :func:`extractors.speaker.named_speakers`).
     """
     if weight <= 0 or not records:
         return {}
-    from extractors.speaker import named_speakers, says_name, split_speaker
+    from extractors.speaker import named_speakers, says_name, split_speaker, spoken_of
 
     speaker_of: dict[str, str] = {}
     for rec in records:
@@ -205,7 +207,11 @@ def speaker_boosts(query: str, records: Sequence[StoredMemory], weight: float, a
     else:
         text = query.lower()
         named = {sp for sp in speakers if says_name(text, sp)}
-    if not named or named == speakers:
+    if named == speakers:  # every speaker named: the question is about the one it does not name as an object
+        named = named - spoken_of(query, named)
+        if len(named) != 1:
+            return {}
+    if not named:
         return {}
     return {i: 1.0 + weight for i, sp in speaker_of.items() if sp in named}
 

@@ -68,6 +68,21 @@ def test_no_bonus_without_a_single_named_subject(query: str, weight: float) -> N
     assert _speaker_boosts(query, TURNS, weight) == {}
 
 
+@pytest.mark.parametrize(
+    "query, boosted",
+    [
+        ("What did Jon say about Gina's progress with her store?", {"j"}),  # a possessive: Gina is spoken of
+        ("How did Jon feel about sharing his dance videos with Gina?", {"j"}),  # after a preposition
+        ("What does Gina tell Jon she won't do?", {"g"}),  # the object of "tell"
+        ("What do Jon and Gina both like?", set()),  # both do: no preference
+        ("What did Jon and Gina say about Gina's store?", set()),  # Gina is also one who says
+    ],
+)
+def test_a_question_naming_every_speaker_is_about_the_one_not_spoken_of(query: str, boosted: set[str]) -> None:
+    turns = [_Rec("j", "Jon: I opened a dance studio."), _Rec("g", "Gina: My store opened today.")]
+    assert set(_speaker_boosts(query, turns, 0.4)) == boosted
+
+
 def test_speaker_bonus_for_chinese_names() -> None:
     turns = [_Rec("a", "张伟：我周末去爬山了。"), _Rec("b", "李娜：张伟，爬山听起来很棒！")]
     assert _speaker_boosts("张伟周末做了什么？", turns, 0.4) == {"a": pytest.approx(1.4)}
