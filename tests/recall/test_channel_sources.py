@@ -86,7 +86,7 @@ def test_a_lone_seed_in_a_tiny_store_brings_its_neighbour(mem) -> None:
                   {"text": "项目代号是青鸟。", "user_id": uid, "session_id": "s3"}])
     hits = mem.recall("Who signs off purchases for the Northwind rebrand?", user_id=uid, k=5).hits
     by_id = {h.memory.id: h for h in hits}
-    assert hits[0].memory.id == dana[0].id and hits[0].relevance < RecallConfig().relevance.floor
+    assert hits[0].memory.id == dana[0].id and hits[0].relevance < 0.5  # rated more likely unrelated than not
     spread = by_id[budget[0].id]
     assert spread.via == "session" and spread.path and spread.path[0].source == dana[0].id
     assert spread.parts.channels["session"] == pytest.approx(1.0)
