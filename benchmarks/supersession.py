@@ -428,6 +428,11 @@ def run_cost(args: argparse.Namespace, argv: list[str]) -> int:
         extractor = default_extractor()
     extractor.extract_many(["warm up", "预热"])
     embedder.encode(["warm up"])
+    if args.pair_judge != "off":  # loaded before the clock starts, as the embedder and the extractor are
+        from ripple._pairjudge import load_pair_judge
+
+        _lifecycle(args)  # (a weights file becomes the process's judge)
+        load_pair_judge()([("warm up", "warm up again")])
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="ripple-supersession-cost-") as tmp:
         for r in range(args.rounds):
