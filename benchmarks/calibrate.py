@@ -26,7 +26,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -186,17 +186,20 @@ def _fit_rows(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
 L2_GRID = (1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3)
 
 
-def loo_folds(rows: list[dict[str, Any]], l2: float, keep: float) -> dict[str, Any]:
-    """Model and floor fitted without each conversation (neither its questions nor its user), scored on it."""
+def loo_folds(rows: list[dict[str, Any]], l2: float,
+              keep: float | Callable[[list[dict[str, Any]]], float]) -> dict[str, Any]:
+    """Model and floor fitted without each conversation (neither its questions nor its user), scored on it.
+    ``keep`` is the floor's keep rate, or how to choose it from a fold's training rows (:func:`nested_folds`)."""
     users = sorted({r["asked_of"] for r in rows})
     folds = []
     for user in users:
         train = [r for r in rows if r["asked_of"] != user and r["from"] != user]
         test = [r for r in rows if r["asked_of"] == user]
+        kept = keep(train) if callable(keep) else keep
         w = fit_logistic(*_fit_rows(train), l2=l2)
-        floor = choose_floor(train, _relevance(train, w), keep)
+        floor = choose_floor(train, _relevance(train, w), kept)
         x, y = _fit_rows(test)
-        folds.append({"user": user, "weights": w.tolist(), "floor": floor, "log_loss": log_loss(x, y, w),
+        folds.append({"user": user, "keep": kept, "weights": w.tolist(), "floor": floor, "log_loss": log_loss(x, y, w),
                       "n_rows": len(y), **_scores(test, _relevance(test, w), floor)})
     pooled = {
         "all": _pool(folds),
@@ -234,20 +237,10 @@ def choose_keep(rows: list[dict[str, Any]], l2: float, keeps: Sequence[float]) -
     return (min(passing) if passing else max(keeps, key=closeness)), runs
 
 
-def nested_folds(rows: list[dict[str, Any]], l2: float, keeps: Sequence[float]) -> list[dict[str, Any]]:
-    """Each conversation scored with a model, a keep rate and a floor chosen without it (the keep rate by
-    :func:`choose_keep` over the other conversations): the honest figure for a keep rate chosen by LOO."""
-    folds = []
-    for user in sorted({r["asked_of"] for r in rows}):
-        train = [r for r in rows if r["asked_of"] != user and r["from"] != user]
-        test = [r for r in rows if r["asked_of"] == user]
-        keep, _ = choose_keep(train, l2, keeps)
-        w = fit_logistic(*_fit_rows(train), l2=l2)
-        floor = choose_floor(train, _relevance(train, w), keep)
-        x, y = _fit_rows(test)
-        folds.append({"user": user, "keep": keep, "floor": floor, "log_loss": log_loss(x, y, w), "n_rows": len(y),
-                      **_scores(test, _relevance(test, w), floor)})
-    return folds
+def nested_folds(rows: list[dict[str, Any]], l2: float, keeps: Sequence[float]) -> dict[str, Any]:
+    """:func:`loo_folds` with each conversation's keep rate chosen without it (by :func:`choose_keep` over
+    the other conversations): the honest figure for a keep rate chosen by leave-one-conversation-out."""
+    return loo_folds(rows, l2, lambda train: choose_keep(train, l2, keeps)[0])
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -316,12 +309,10 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         if p:
             print(f"| **pooled (LOO){'' if name == 'all' else ', ' + name}** | | **{p['foreign_empty']:.3f}** |"
                   f" **{p['evidence_kept']:.3f}** | **{p['own_answered']:.3f}** |")
-    nested = nested_folds(rows, l2, keeps) if len(keeps) > 1 else folds
-    nested_pooled = {"all": _pool(nested), "English": _pool([f for f in nested if not f["user"].startswith("zh")]),
-                     "Chinese": _pool([f for f in nested if f["user"].startswith("zh")])}
+    nested = nested_folds(rows, l2, keeps) if len(keeps) > 1 else chosen
     print("\nthe keep rate chosen inside each fold as well (nested): "
-          + ", ".join(f"{f['user']} {f.get('keep', keep):g}" for f in nested))
-    for name, p in nested_pooled.items():
+          + ", ".join(f"{f['user']} {f['keep']:g}" for f in nested["folds"]))
+    for name, p in nested["pooled"].items():
         if p:
             print(f"nested LOO{'' if name == 'all' else ', ' + name}: foreign empty {p['foreign_empty']:.3f},"
                   f" own answered {p['own_answered']:.3f}")
@@ -334,7 +325,7 @@ def run(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"command": "python -m benchmarks " + " ".join(argv or sys.argv[1:]),
                                         "l2": l2, "keep": keep, "weights": w_all.tolist(), "floor": floor_all,
-                                        "folds": folds, "loo": pooled_loo, "nested": nested, "nested_loo": nested_pooled,
+                                        "folds": folds, "loo": pooled_loo, "nested": nested["folds"], "nested_loo": nested["pooled"],
                                         "grid": [{k: v for k, v in g.items() if k != "folds"} for g in grid],
                                         "rows": rows}))
     return 0

@@ -1120,14 +1120,16 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
             pos = day_part.end()  # "周六早上": the part of the day belongs to the day, it qualifies nothing
     masked.append(full[pos:b])
     residual.append(full[pos:b])
-    words = tuple(_words(_strip_markers("".join(residual), lang), lang))
+    rest = "".join(residual)  # the clause without its values
+    words = tuple(_words(_strip_markers(rest, lang), lang))
     agent = (_AGENT_ZH if lang == "zh" else _AGENT_EN).match(clause)
     told_by = _REPORTER_ZH.match(clause) if agent is None and lang == "zh" else None
-    if told_by is not None:  # (the teller and the verb of saying: "体检中心", "打电话", "说")
+    if told_by is not None:
         agent = told_by
-        words = tuple(w for w in words if w not in set(_words(told_by.group(0), lang)))
     if agent is not None:  # who made the change, or who told of it, is not what changed (see _AGENT_EN)
         by = set(_words(agent.group("agent"), lang))
+        if told_by is not None:  # (the teller and the verb of saying: "体检中心", "打电话", "说")
+            by.update(_words(told_by.group(0), lang))
         words = tuple(w for w in words if w not in by)
     nominal: set[str] = {w for w in words if len(w) > 1 and has_cjk(w)}
     for s, e in nominal_spans:
@@ -1138,7 +1140,7 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
     if lang == "zh":
         selves = len(_SELF_ZH.findall(clause))
         related = [m.group(1) for m in _POSSESSIVE_ZH.finditer(clause)]
-        for m in re.finditer(r"([\w]+?)的", "".join(residual)):  # (a value is no owner: "三点的")
+        for m in re.finditer(r"([\w]+?)的", rest):  # (a value is no owner: "三点的")
             owner = _words(m.group(1), lang)
             if owner and not _SELF_ZH.fullmatch(m.group(1)[-2:]) and not _SELF_ZH.fullmatch(m.group(1)[-1:]) \
                     and not _tagged(m.group(1))[-1][1].startswith("v"):  # "我爸吃的降压药": 吃 is no owner
@@ -1158,9 +1160,9 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
     if selves > len(related):  # "my sister lives in Porto" is about her; "my sister and I" about both
         subjects.add(me)
     addition = bool((_ADDITION_ZH if lang == "zh" else _ADDITION_EN).search(clause))
-    plain = "".join(residual)  # (the clause without its values: "Max owns ..." names no maximum)
-    running = bool((_RUNNING_ZH if lang == "zh" else _RUNNING_EN).search(plain))
-    limit = bool((_LIMIT_ZH if lang == "zh" else _LIMIT_EN).search(plain))
+    # (read without its values: "Max owns ..." names no maximum)
+    running = bool((_RUNNING_ZH if lang == "zh" else _RUNNING_EN).search(rest))
+    limit = bool((_LIMIT_ZH if lang == "zh" else _LIMIT_EN).search(rest))
     delta = bool((_DELTA_ZH if lang == "zh" else _DELTA_EN).search(clause))
     periods = _periods(clause, lang)  # (qualifiers: words the values' masking does not touch)
     words = words + tuple(sorted(periods))

@@ -58,7 +58,7 @@ _SHORT = 4  # words of a clause short enough to be read as a plain statement of 
 DENSE_HIGH = 0.4
 #: ... and below which even a compatible pair is left alone.
 DENSE_MEDIUM = 0.25
-#: Cosine of the masked clauses from which an unmarked pair of the same words (shape "same") is acted on.
+#: Cosine of the masked clauses from which an unmarked plain pair (``Verdict.plain``) is acted on.
 DENSE_SAME = 0.75
 
 

@@ -50,6 +50,12 @@ class Routes:
     unknown_names: tuple[str, ...] = ()
     n_names: int = 0
 
+    def what_the_user_knows(self) -> dict[str, Any]:
+        """What every seeder passes on to :class:`Seeded` from the routes: the user's memory count and how
+        much of the query (its words, its names) the user's memories know."""
+        return {"n_docs": self.n_docs, "known": self.known, "names_known": self.names_known,
+                "unknown_names": self.unknown_names, "n_names": self.n_names}
+
 
 def _read_routes(q: QueryInput, config: RecallConfig) -> Generator[Request, Any, tuple[QueryInput, Routes]]:
     """Read the lexical route (if the method uses it) and the dense route (if it uses that)."""
@@ -122,8 +128,7 @@ def _lexical_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: S
     ranked = top(lexical, pool_size(config, q.k))
     return Seeded({i: Candidate(i, score=lexical[i], seed=lexical[i], lexical=lexical[i],
                                 coverage=routes.coverage.get(i, 0.0)) for i in ranked},
-                  final=True, n_docs=routes.n_docs, known=routes.known, names_known=routes.names_known,
-                  unknown_names=routes.unknown_names, n_names=routes.n_names)
+                  final=True, **routes.what_the_user_knows())
 
 
 def _rrf_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: StageTimer) -> Generator[Request, Any, Seeded]:
@@ -136,8 +141,7 @@ def _rrf_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Stage
                      coverage=routes.coverage.get(i, 0.0))
         for i in top(fused, n)
     }
-    return Seeded(cands, final=True, n_docs=routes.n_docs, known=routes.known, names_known=routes.names_known,
-                  unknown_names=routes.unknown_names, n_names=routes.n_names)
+    return Seeded(cands, final=True, **routes.what_the_user_knows())
 
 
 def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: StageTimer) -> Generator[Request, Any, Seeded]:
@@ -203,9 +207,8 @@ def _fused_seeds(q: QueryInput, routes: Routes, config: RecallConfig, timer: Sta
     timer.lap("seed.late_interaction", len(late), pool=len(pool))
     top_seed = max(seed_scores.values(), default=0.0) or 1.0
     norm = {i: s / top_seed for i, s in seed_scores.items()}
-    return Seeded(cands, final=False, norm=norm, ranked=top(norm, len(norm)), top=top_seed, n_docs=routes.n_docs,
-                  known=routes.known, names_known=routes.names_known,
-                  unknown_names=routes.unknown_names, n_names=routes.n_names)
+    return Seeded(cands, final=False, norm=norm, ranked=top(norm, len(norm)), top=top_seed,
+                  **routes.what_the_user_knows())
 
 
 #: Seed method -> the function that turns the routes into seeds.
