@@ -72,20 +72,21 @@ class PairJudge:
         self._b = float(head_b)
         self._run = threading.Lock()  # one forward at a time: the model is shared by the client's threads
 
-    def __call__(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+    def __call__(self, pairs: Sequence[tuple[str, str]], precision: str = "auto") -> list[float]:
         """Probabilities in the order of ``pairs``.
 
         The pairs are read in batches of similar length (a batch is padded to its longest pair: chat
-        pairs run from 20 to 300 characters) and, on a CPU that computes bfloat16 in hardware, under
-        bf16 autocast as the embedder is (:data:`ripple.embedding.PRECISIONS`): 21 -> 9.5 ms a pair on
-        LoCoMo's chat pairs (benchmarks/RESULTS.md, "The sealed heldout10 scored")."""
+        pairs run from 20 to 300 characters) and under bf16 autocast when ``precision`` says so, as the
+        embedder's ``embed_precision`` does (:data:`ripple.embedding.PRECISIONS`; "auto": on a CPU that
+        computes bfloat16 in hardware): 21 -> 9.5 ms a pair on LoCoMo's chat pairs (benchmarks/RESULTS.md,
+        "The sealed heldout10 scored")."""
         import torch
 
         from .embedding import _use_bf16
 
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         out = [0.0] * len(pairs)
-        cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=_use_bf16("auto", "cpu"))
+        cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=_use_bf16(precision, "cpu"))
         with self._run, torch.inference_mode(), cast:
             for start in range(0, len(order), _BATCH):
                 batch = order[start:start + _BATCH]

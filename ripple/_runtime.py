@@ -224,7 +224,7 @@ class Runtime:
         if not pairs:
             return []
         with analysing("the statements compared"):
-            return load_pair_judge()(pairs)
+            return load_pair_judge()(pairs, self.settings.embed_precision)  # (the models' precision, as the embedder's)
 
     # -- the write path's CPU stage ---------------------------------------------------
     def prepare(self, items: Sequence[AddItem]) -> "list[Prepared]":

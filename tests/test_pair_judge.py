@@ -30,6 +30,10 @@ def test_the_shipped_judge_reads_a_change_as_one_and_another_owner_as_none() -> 
                            ("Our budget for the offsite is 15,000 euros.", "Our budget for new laptops is 20,000 euros.")])
     assert update >= PAIR_JUDGE_MIN and apart < 0.5
     assert load_pair_judge() is judge  # loaded once per process
+    # the embedder's precision setting holds for the judge too: in fp32 the same answers, in the same order
+    exact = judge([("The Atlas go-live is May 2.", "We pushed the Atlas go-live to May 9."),
+                   ("Our budget for the offsite is 15,000 euros.", "Our budget for new laptops is 20,000 euros.")], "fp32")
+    assert exact[0] >= PAIR_JUDGE_MIN and exact[1] < 0.5 and exact == pytest.approx([update, apart], abs=0.02)
 
 
 def test_the_judge_reads_english_only() -> None:
