@@ -32,8 +32,8 @@ from graphstore.records import (
 )
 
 from ._supersede import (
-    DENSE_HIGH, DENSE_MEDIUM, DENSE_SAME, HIGH, MEDIUM, FrameView, JudgeCase, Verdict, compare, grade, match,
-    worth_parsing,
+    DENSE_HIGH, DENSE_MEDIUM, DENSE_SAME, HIGH, JUDGE_READS_REFUSED, MEDIUM, FrameView, JudgeCase, Verdict, compare,
+    grade, match, worth_parsing,
 )
 from graphstore.requests import (
     Expand, GetMemories, LastMemoryInSession, MemoriesMentioning, NearestMemories, NearestMemoriesBatch, RelatedEdges,
@@ -100,7 +100,8 @@ class LifecycleConfig(BaseModel):
     conflicts: bool = Field(True, description="record medium-confidence supersessions as conflicts for review")
     pair_judge: bool = Field(
         False, description="also ask the learned pair judge (ripple._pairjudge) about the English candidate pairs the "
-                           "rules compare but do not refuse; a probability at or above pair_judge_min supersedes. "
+                           "rules compare but do not refuse (or refuse only because qualifiers differ: ripple._supersede."
+                           "JUDGE_READS_REFUSED); a probability at or above pair_judge_min supersedes. "
                            "Off by default: it doubles the supersession recall of plainly stated English changes "
                            "out of sample, but reads templated text as changes and costs a model pass per pair",
     )
@@ -753,7 +754,8 @@ def _compared_pairs(b: _Batch, c: _Candidates, f: _CandidateFrames) -> Op[tuple[
 
 def _item_pairs(b: _Batch, c: _Candidates, f: _CandidateFrames, i: int) -> Op[tuple[list[_Found], list[_Pair]]]:
     """Item ``i``'s frames compared with those of its candidates of its own speaker: the verdicts, and
-    the candidates the pair judge may read (English ones the rules neither acted on nor refused)."""
+    the candidates the pair judge may read (English ones the rules neither acted on nor refused, but for
+    :data:`~ripple._supersede.JUDGE_READS_REFUSED`)."""
     said = b.said(i)
     targets = [(m, b.current(m).at) for m in sorted(c.stored[i]) if f.speaker[m] == said]
     targets += [(b.mem_ids[j], b.prepared[j].at) for j in c.earlier[i] if f.speaker[b.mem_ids[j]] == said]
@@ -779,7 +781,7 @@ def _item_pairs(b: _Batch, c: _Candidates, f: _CandidateFrames, i: int) -> Op[tu
                 v = test_pair(old, new, multi_valued=b.cfg.multi_valued)
                 if isinstance(v, Verdict):
                     found.append((i, target, at, v))
-                elif v is not None:
+                elif v is not None and v not in JUDGE_READS_REFUSED:
                     refused = True
         older_text = c.texts[target][0]
         if judged and not refused and reads(older_text) and not _said_again(b.prepared[i].item.text, older_text):

@@ -1,7 +1,7 @@
 """The learned pair judge (issue 16, opt-in): the shipped weights load from the repository with the
 packaged MiniLM, read a paraphrased change as a supersession and another owner's value as none, and,
-once turned on, act in the write path only on English pairs the rules compare and do not refuse,
-above their threshold."""
+once turned on, act in the write path only on English pairs the rules compare and do not refuse
+(or refuse only because the qualifiers differ), above their threshold."""
 
 from __future__ import annotations
 
@@ -81,6 +81,32 @@ def test_the_threshold_is_the_judges_gate(tmp_path: Path, embedder: Any, extract
                              JUDGED.model_copy(update={"pair_judge_candidates": 0}))):
         old, _, _ = _write(tmp_path, f"never{n}", embedder, extractor, clock, cfg, MISSED_BY_RULES)
         assert old == "active"
+
+
+#: one attribute named two ways, which the rules refuse because the qualifiers differ on both sides
+#: ("yoga studio membership" / "the yoga place", "team standup" / "daily standup")
+NAMED_TWO_WAYS = [
+    ("My yoga studio membership is 60 euros a month.", "the yoga place went up to 65 euros/month"),
+    ("Our team standup is at 9:30 every morning.", "daily standup moved to 10:00"),
+]
+
+
+@pytest.mark.parametrize("first,second", NAMED_TWO_WAYS)
+def test_the_judge_reads_what_the_qualifiers_test_refuses_and_only_that(
+        tmp_path: Path, embedder: Any, extractor: Any, clock: Clock, first: str, second: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules refuse these pairs ("qualifiers differ": they cannot tell a synonym from another
+    attribute), so by default both stay; the judge, asked about them, supersedes.  The qualifier pairs
+    of ``KEEP_BOTH`` (the offsite vs new laptops) are asked too and stay apart (the test below)."""
+    import ripple._lifecycle as lifecycle
+    from ripple._supersede import JUDGE_READS_REFUSED, QUALIFIERS_DIFFER
+
+    assert JUDGE_READS_REFUSED == {QUALIFIERS_DIFFER}
+    old, new, notes = _write(tmp_path, "on", embedder, extractor, clock, JUDGED, (first, second))
+    assert (old, new) == ("superseded", "active") and notes["supersedes"][0]["why"].startswith("the pair judge")
+    assert _write(tmp_path, "off", embedder, extractor, clock, LifecycleConfig(), (first, second))[0] == "active"
+    monkeypatch.setattr(lifecycle, "JUDGE_READS_REFUSED", frozenset())  # every refusal final, as before
+    assert _write(tmp_path, "final", embedder, extractor, clock, JUDGED, (first, second))[0] == "active"
 
 
 @pytest.mark.parametrize("first,second", KEEP_BOTH, ids=[p[1] for p in KEEP_BOTH])
