@@ -230,7 +230,12 @@ _TIME_AT = re.compile(r"\bat\s+(\d{1,2})(?=\s*(?:$|[.,!?;]|o'clock|tonight|tomor
 # --------------------------------------------------------------------------- Chinese values
 
 _ZH_DIGIT = "零〇一二两三四五六七八九十"
-_ZH_NUMERAL = rf"[\d{_ZH_DIGIT}百千万亿][\d.{_ZH_DIGIT}百千万亿]*"
+# (a number written in Arabic digits goes on in Chinese only by its units: "4.8万", "16万8"; "380一个月" is 380 a
+# month, not a numeral "380一")
+_ZH_NUMERAL = rf"(?:\d[\d.]*(?:[百千万亿]+[\d{_ZH_DIGIT}]*)*|[{_ZH_DIGIT}百千万亿][\d.{_ZH_DIGIT}百千万亿]*)"
+# Colloquial money: yuan and the tenths after them ("2块5", "一块五一个": 2.5 and 1.5 yuan; not the "一" of
+# "两块一斤", two yuan a jin) or tenths alone ("九毛", "5毛钱")
+_ZH_TENTHS = r"(?:\d(?!\d)|[二两三四五六七八九]|一(?![个斤份次杯碗位人张本块瓶盒只条件套袋包桶箱公斗升度单]))"
 _ZH_SMALL = rf"[\d{_ZH_DIGIT}]{{1,3}}"
 _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (EMAIL, re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.ASCII)),
@@ -246,7 +251,8 @@ _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (FUTURE, re.compile(r"今天|今晚|明天|明晚|后天|下周|下个?星期|本周|这周|下个月|这个月|本月|今年|明年|月底|年底")),
     (DURATION, re.compile(rf"{_ZH_NUMERAL}个?(?:分钟|小时|天|周|星期|个月|年)(?![一二三四五六日天号])")),
     (RATE, re.compile(r"每(?:个)?(?:分钟|小时|天|晚|周|星期|月|年|人|位|席位|个席位|座)")),
-    (MONEY, re.compile(rf"[¥￥]\s*{_ZH_NUMERAL}|{_ZH_NUMERAL}\s*(?:元|块钱|块|美元|欧元|英镑|日元|万元)")),
+    (MONEY, re.compile(rf"[¥￥]\s*{_ZH_NUMERAL}|{_ZH_NUMERAL}\s*(?:块{_ZH_TENTHS}(?:毛|角)?|元|块钱|块|美元|欧元|英镑|日元|万元)"
+                       rf"|{_ZH_SMALL}\s*[毛角]钱?")),
     (IDENT, re.compile(r"[A-Za-z]{1,3}-?\d+(?:\.\d+)*[A-Za-z]?")),
     (AMOUNT, re.compile(rf"(?<![第唯统万])(?:{_ZH_NUMERAL})(?:个|位|名|间|次|兆|张|台|盒|人|座)?"
                         r"(?![起下直些样定般致切共旦边点])")),
@@ -264,7 +270,7 @@ _ZH_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("昨", "前", "上周", "上个", "上星期", "去年", "刚", "以前", "之前", "那天"),
     ("今", "明", "后天", "下周", "下个", "下星期", "本周", "这周", "这个月", "本月", "底"),
     ("分钟", "小时", "天", "周", "星期", "月", "年"), ("每",),
-    ("¥", "￥", "元", "块", "美元", "欧元", "英镑", "日元"), ("0",), _ZH_NUM_NEEDLES,
+    ("¥", "￥", "元", "块", "毛", "角", "美元", "欧元", "英镑", "日元"), ("0",), _ZH_NUM_NEEDLES,
 )
 
 # --------------------------------------------------------------------------- markers and words
@@ -415,7 +421,7 @@ _CLAUSE_EN = re.compile(
     r"[;!?\n()\[\]\"“”]|\.(?=\s|$)|,\s+|\s[-—–]\s|—"
     r"|\s(?=(?:because|since|so(?!\s+far\b)|but|although|though|while|whereas|when|unless|until)\s)"
     r"|\s(?=(?:after|before)\s+(?:the|a|an|we|i|he|she|they|it|our|my|their|his|her|you)\s)", _F)
-_CLAUSE_ZH = re.compile(r"[，。！？；：、,!?;:\n（）()\[\]【】]|(?=因为|所以|但是|不过|可是|然后|而且)|(?<=之后|以后)")
+_CLAUSE_ZH = re.compile(r"[，。！？；、,!?;\n（）()\[\]【】]|(?=因为|所以|但是|不过|可是|然后|而且)|(?<=之后|以后)")
 
 
 def _norm_amount(text: str) -> str:
@@ -515,7 +521,24 @@ def _norm_duration(text: str, lang: str) -> str:
     return f"{n} {_UNITS[m.group(2)]}"
 
 
+def _money_zh(text: str) -> str | None:
+    """Yuan of colloquial money ("2块5" -> "2.5", "一块五" -> "1.5", "九毛" -> "0.9"), None for other forms."""
+    m = re.fullmatch(rf"({_ZH_NUMERAL})\s*块({_ZH_TENTHS})[毛角]?", text)
+    if m:
+        whole, tenth = parse_number(m.group(1)), parse_number(m.group(2))
+        return None if whole is None or tenth is None else _num_zh(str((whole + tenth / 10).normalize()))
+    m = re.fullmatch(rf"({_ZH_SMALL})\s*[毛角]钱?", text)
+    if m:
+        tenths = parse_number(m.group(1))
+        return None if tenths is None else _num_zh(str((tenths / 10).normalize()))
+    return None
+
+
 def _normalise(kind: str, text: str, lang: str) -> str:
+    if kind == MONEY and lang == "zh":
+        money = _money_zh(text)
+        if money is not None:
+            return money
     if kind in NUMERIC:
         return _num_zh(re.sub(r"[^\d.零〇一二两三四五六七八九十百千万亿]", "", text)) if lang == "zh" else _norm_amount(text)
     if kind == TIME:

@@ -51,7 +51,9 @@ _NOT_SPEAKERS = frozenset(
     correction update typo ps""".split()
 )
 
-_LATIN_WORD = r"[^\W\d_][\w'’.\-]*"
+# (a word that starts with a Han character is no Latin word: "合唱排练时间：周四晚" and "我每天坐7:20那趟班车"
+# are no speaker's turns; Han prefixes have their own branch and test, see _han_speaker)
+_LATIN_WORD = r"(?![\u3400-\u4dbf\u4e00-\u9fff])[^\W\d_][\w'’.\-]*"
 _SPEAKER = re.compile(
     rf"^(?P<lead>\s*)(?P<name>{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})?|[\u4e00-\u9fff]{{1,4}})[ \t]*[:：](?!//)[ \t]*"
 )
@@ -78,7 +80,8 @@ _NO_SPEAKER = SpeakerTurn(None, -1, -1, 0, "user")
 
 
 def split_speaker(text: str) -> SpeakerTurn:
-    """Detect a "Speaker: message" prefix of one or two capitalised words (or 1-4 Han characters).
+    """Detect a "Speaker: message" prefix of one or two capitalised words, or of 1-4 Han characters that
+    name a person or a role (not what a note is about: see :func:`_han_speaker`).
 
     >>> t = split_speaker("Caroline: I went to a support group")
     >>> (t.speaker, t.start, t.end, t.subject)
@@ -95,7 +98,10 @@ def split_speaker(text: str) -> SpeakerTurn:
         return SpeakerTurn(None, -1, -1, m.end(), ROLE_SUBJECTS[low])
     if not name or low in _NOT_SPEAKERS or any(w in _NOT_SPEAKERS for w in low.split()):
         return _NO_SPEAKER
-    if not is_cjk_char(name[0]):
+    if _HAN.match(name):
+        if not _han_speaker(name):
+            return _NO_SPEAKER
+    elif not is_cjk_char(name[0]):
         # Latin names: every word capitalised ("Dana Whitfield", not "Dear diary").
         if not all(w[:1].isupper() for w in name.split()):
             return _NO_SPEAKER
@@ -103,6 +109,39 @@ def split_speaker(text: str) -> SpeakerTurn:
     if not key:
         return _NO_SPEAKER
     return SpeakerTurn(name, start, end, m.end(), key)
+
+
+_HAN = re.compile(r"^[\u4e00-\u9fff]+$")
+#: Who a Chinese turn may be said by besides a name: family and people in a role, alone or after a
+#: surname ("妈妈：", "张医生：", "王老师："), as chat logs label them.
+_ADDRESSES_ZH = frozenset(
+    """妈妈 妈 母亲 爸爸 爸 父亲 老妈 老爸 姐姐 姐 妹妹 哥哥 哥 弟弟 老婆 老公 妻子 丈夫 爱人 对象 男朋友 女朋友 儿子 女儿
+    爷爷 奶奶 外公 外婆 姥姥 姥爷 叔叔 叔 阿姨 舅舅 舅妈 婶婶 姑姑 表哥 表姐 表妹 表弟 堂哥 堂姐 室友 老板 老板娘 领导 同事
+    邻居 房东 老师 班主任 医生 大夫 护士 律师 经理 总 主任 师傅 教练 队长 班长 客服 店长 司机 同学 学长 学姐""".split()
+)
+#: The familiar forms :func:`speaker_aliases` knows a name by: 小 / 老 / 阿 + a character, a character
+#: doubled or with 子 ("小张", "老陈", "诺诺", "浩子").
+_FAMILIAR_ZH = re.compile(r"^(?:[小老阿][\u4e00-\u9fff]|([\u4e00-\u9fff])\1|[\u4e00-\u9fff]子)$")
+
+
+@functools.lru_cache(maxsize=4096)
+def _han_speaker(prefix: str) -> bool:
+    """Whether a Han prefix before a colon names who speaks ("林晓雨：", "李总：", "妈妈：", "小张：") rather
+    than what the note is about ("广场舞：晚上6点半开始", "目标院校：南大", "婚宴酒店：香格里拉").
+
+    People write a note's subject before a colon as often as a chat log writes its speaker there; only
+    a person's name, a familiar form of one (:data:`_FAMILIAR_ZH`) or someone's role (alone or
+    after a surname) is a speaker.  A name is what jieba tags as one (``nr``); a noun such as "周会" or
+    "高铁" is not, though it begins with a surname."""
+    if prefix in _ADDRESSES_ZH or _FAMILIAR_ZH.match(prefix) or prefix[:2] in _COMPOUND_SURNAMES:
+        return True
+    from .jieba_zh import _posseg  # (lazily: the English path never needs jieba)
+
+    words = [(w.word, w.flag) for w in _posseg().cut(prefix)]
+    if all(flag.startswith("nr") for _, flag in words):
+        return True
+    rest = prefix[1:]  # "张医生", "陈阿姨": a surname and a role ("李总", "刘姐" are tagged as names)
+    return rest in _ADDRESSES_ZH and (len(rest) > 1 or words[0][1].startswith("nr"))
 
 
 # ------------------------------------------------------------------------------------------- names in a question

@@ -49,6 +49,17 @@ def test_english_values(extractor, text: str, expected: list[tuple[str, str]]) -
         # a two-digit hour in Arabic numerals without 上午/下午 was read as two amounts ("1", "2")
         ("改到10点20起飞了", [("time", "10:20")]),
         ("会议12点半开始", [("time", "12:30")]),
+        # colloquial money: yuan and tenths ("2块5" is 2.5 yuan, not 2 yuan and an amount 5), tenths alone
+        ("肉包涨到2块5一个了", [("count", "1"), ("money", "2.5")]),
+        ("肉包一块五一个", [("money", "1.5")]),
+        ("一单3块2", [("money", "3.2")]),
+        ("废纸收购价降到九毛了", [("money", "0.9")]),
+        ("白菜两块一斤", [("money", "2")]),  # (the "一" is one jin's)
+        # an Arabic number goes on in Chinese only by its units: 380 a month, not a numeral "380一"
+        ("月卡380一个月", [("amount", "380"), ("duration", "1 month")]),
+        ("套餐4.8万", [("amount", "48000")]),
+        # a colon between an hour and its minutes ends no clause
+        ("游泳馆营业时间 6:30", [("time", "6:30")]),
     ],
 )
 def test_chinese_values(extractor, text: str, expected: list[tuple[str, str]]) -> None:
