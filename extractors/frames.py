@@ -234,7 +234,7 @@ _ZH_DIGIT = "零〇一二两三四五六七八九十"
 # month, not a numeral "380一")
 _ZH_NUMERAL = rf"(?:\d[\d.]*(?:[百千万亿]+[\d{_ZH_DIGIT}]*)*|[{_ZH_DIGIT}百千万亿][\d.{_ZH_DIGIT}百千万亿]*)"
 # Colloquial money: yuan and the tenths after them ("2块5", "一块五一个": 2.5 and 1.5 yuan; not the "一" of
-# "两块一斤", two yuan a jin) or tenths alone ("九毛", "5毛钱")
+# "两块一斤", two yuan a jin) or tenths alone ("九毛", "5毛钱", "一毛五": 0.15)
 _ZH_TENTHS = r"(?:\d(?!\d)|[二两三四五六七八九]|一(?![个斤份次杯碗位人张本块瓶盒只条件套袋包桶箱公斗升度单]))"
 _ZH_SMALL = rf"[\d{_ZH_DIGIT}]{{1,3}}"
 _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -252,7 +252,7 @@ _ZH_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (DURATION, re.compile(rf"{_ZH_NUMERAL}个?(?:分钟|小时|天|周|星期|个月|年)(?![一二三四五六日天号])")),
     (RATE, re.compile(r"每(?:个)?(?:分钟|小时|天|晚|周|星期|月|年|人|位|席位|个席位|座)")),
     (MONEY, re.compile(rf"[¥￥]\s*{_ZH_NUMERAL}|{_ZH_NUMERAL}\s*(?:块{_ZH_TENTHS}(?:毛|角)?|元|块钱|块|美元|欧元|英镑|日元|万元)"
-                       rf"|{_ZH_SMALL}\s*[毛角]钱?")),
+                       rf"|{_ZH_SMALL}\s*[毛角](?:{_ZH_TENTHS}分?|钱)?")),
     (IDENT, re.compile(r"[A-Za-z]{1,3}-?\d+(?:\.\d+)*[A-Za-z]?")),
     (AMOUNT, re.compile(rf"(?<![第唯统万])(?:{_ZH_NUMERAL})(?:个|位|名|间|次|兆|张|台|盒|人|座)?"
                         r"(?![起下直些样定般致切共旦边点])")),
@@ -522,15 +522,16 @@ def _norm_duration(text: str, lang: str) -> str:
 
 
 def _money_zh(text: str) -> str | None:
-    """Yuan of colloquial money ("2块5" -> "2.5", "一块五" -> "1.5", "九毛" -> "0.9"), None for other forms."""
+    """Yuan of colloquial money ("2块5" -> "2.5", "一块五" -> "1.5", "九毛" -> "0.9", "一毛五" -> "0.15"), None
+    for other forms."""
     m = re.fullmatch(rf"({_ZH_NUMERAL})\s*块({_ZH_TENTHS})[毛角]?", text)
     if m:
         whole, tenth = parse_number(m.group(1)), parse_number(m.group(2))
         return None if whole is None or tenth is None else _num_zh(str((whole + tenth / 10).normalize()))
-    m = re.fullmatch(rf"({_ZH_SMALL})\s*[毛角]钱?", text)
+    m = re.fullmatch(rf"({_ZH_SMALL})\s*[毛角](?:({_ZH_TENTHS})分?|钱)?", text)
     if m:
-        tenths = parse_number(m.group(1))
-        return None if tenths is None else _num_zh(str((tenths / 10).normalize()))
+        tenths, cents = parse_number(m.group(1)), parse_number(m.group(2) or "0")
+        return None if tenths is None or cents is None else _num_zh(str((tenths / 10 + cents / 100).normalize()))
     return None
 
 

@@ -54,6 +54,7 @@ def test_english_values(extractor, text: str, expected: list[tuple[str, str]]) -
         ("肉包一块五一个", [("money", "1.5")]),
         ("一单3块2", [("money", "3.2")]),
         ("废纸收购价降到九毛了", [("money", "0.9")]),
+        ("打印黑白一毛五一张", [("money", "0.15")]),
         ("白菜两块一斤", [("money", "2")]),  # (the "一" is one jin's)
         # an Arabic number goes on in Chinese only by its units: 380 a month, not a numeral "380一"
         ("月卡380一个月", [("amount", "380"), ("duration", "1 month")]),
