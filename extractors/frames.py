@@ -193,6 +193,13 @@ _EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
                       r"|the\s+other\s+day)\b", _F)),
     (DATE, re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b")),
     (TIME, re.compile(r"\b(?:[01]?\d|2[0-3]):[0-5]\d(?:\s*(?:[ap]m\b|[ap]\.m\.))?|\b(?:1[0-2]|0?[1-9])\s*(?:[ap]m\b|[ap]\.m\.)"
+                      # (the British hour.minute: "2.20pm", "the 7.40 ferry", "from 6.30", "fridays 7.30"; not "£7.30", "costs 7.30")
+                      r"|\b(?:[01]?\d|2[0-3])\.[0-5]\d\s*(?:[ap]m\b|[ap]\.m\.)"
+                      r"|(?:(?<=\bat\s)|(?<=\bfrom\s)|(?<=\buntil\s)|(?<=\btill\s)|(?<=\baround\s)|(?<=\bby\s)|(?<=days\s)"
+                      r"|(?<=\bweds\s)|(?<=\btues\s)|(?<=\bthurs\s)|(?<=\bfri\s)|(?<=\bmon\s)|(?<=\bwed\s)|(?<=\bsat\s)|(?<=\bsun\s))"
+                      r"(?:[01]?\d|2[0-3])\.[0-5]\d\b(?![.,]?\d)"
+                      r"|(?<=\bthe\s)(?:[01]?\d|2[0-3])\.[0-5]\d(?=\s+(?:ferry|train|bus|boat|flight|tram|coach|service|show"
+                      r"|session|class|slot|kick-?off|start|sailing|departure)\b)"
                       r"|\b(?:noon|midnight)\b", _F)),
     (RATE, re.compile(r"\b(?:(?:per|each|every)\s+(?:minute|hour|day|night|week|month|year|seat|person|user|head)"
                       r")\b", _F)),
@@ -200,7 +207,12 @@ _EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
                       rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_RE}\b(?:,?\s+\d{{4}})?"
                       rf"|\b(?:end|middle|beginning|start)\s+of\s+{_MONTH_RE}\b|\b(?:early|mid|late)[- ]{_MONTH_RE}\b"
                       r"|\b(?:the\s+)?\d{1,2}(?:st|nd|rd|th)\b", _F)),
-    (WEEKDAY, re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b", _F)),
+    # (and the short forms: "weds", "tues", "thurs", "fri"; "mon", "wed", "sat", "sun" are also words, so only
+    # before a day of the month or after an ordinal: "sat 7 june", "2nd wed")
+    (WEEKDAY, re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:tues?|weds|thu|thurs?|fri)\b\.?"
+                         rf"|\b(?:mon|wed|sat|sun)\b(?=\.?\s+\d{{1,2}}(?:st|nd|rd|th)\b|\.?\s+\d{{1,2}}\s+{_MONTH_RE}\b)"
+                         r"|(?:(?<=\dst\s)|(?<=\dnd\s)|(?<=\drd\s)|(?<=\dth\s))"
+                         r"(?:mon|wed|sat|sun)\b", _F)),
     (DURATION, re.compile(rf"\b(?:{_NUM}|{_NUMWORD_RE}|an?|half an?)[\s-]+(?:minute|min|hour|hr|day|week|month|year|yr)s?\b",
                           _F)),
     (FUTURE, re.compile(r"\b(?:today|tonight|tomorrow|(?:this|next|coming)\s+(?:week|weekend|month|year|quarter|term"
@@ -219,7 +231,8 @@ _NUMBER_NEEDLES = ("0", *(w.split()[-1] for w in _NUMBER_WORDS))
 # what a text must contain (lower-cased; "0" for any digit) for each of _EN_PATTERNS to be tried
 _EN_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("@",), ("0",), ("yesterday", "last", "ago", "earlier", "morning", "other day"), ("0",),
-    ("0", "noon", "midnight"), ("per ", "each ", "every "), ("0", *_MONTH_NEEDLES), ("day",),
+    ("0", "noon", "midnight"), ("per ", "each ", "every "), ("0", *_MONTH_NEEDLES),
+    ("day", "tue", "wed", "thu", "fri", "mon", "sat", "sun"),
     ("min", "hour", "hr", "day", "week", "month", "year", "yr"),
     ("today", "tonight", "tomorrow", "this ", "next ", "coming "),
     ("$", "€", "£", "¥", "dollar", "usd", "euro", "eur", "pound", "gbp", "yuan", "rmb", "cny", "yen", "jpy", "buck"),
@@ -434,7 +447,7 @@ def _norm_amount(text: str) -> str:
 
 
 def _norm_time(text: str) -> str:
-    t = text.lower().replace(".", "").replace(" ", "")
+    t = re.sub(r"(?<=\d)\.(?=\d\d)", ":", text.lower()).replace(".", "").replace(" ", "")  # ("2.20pm" is 2:20pm)
     if t in ("noon", "midnight"):
         return "12:00" if t == "noon" else "0:00"
     m = re.match(r"(\d{1,2})(?::(\d{2}))?(am|pm)?", t)

@@ -29,6 +29,11 @@ def _values(ex, text: str) -> list[tuple[str, str]]:
         ("Write to dana@whitfield.io please.", [("email", "dana@whitfield.io")]),
         ("I work at Initech.", [("name", "initech")]),
         ("Maya took over the billing service.", [("proper", "maya")]),
+        # the British hour.minute, and short weekday names
+        ("dad's appt: 2.20pm", [("time", "14:20")]),
+        ("I get the 7.40 ferry most mornings.", [("time", "7:40")]),
+        ("exercise night: weds 7pm", [("time", "19:00"), ("weekday", "wed")]),
+        ("ringing practice is fridays 7.30", [("time", "7:30"), ("weekday", "fri")]),
     ],
 )
 def test_english_values(extractor, text: str, expected: list[tuple[str, str]]) -> None:
@@ -65,6 +70,13 @@ def test_english_values(extractor, text: str, expected: list[tuple[str, str]]) -
 )
 def test_chinese_values(extractor, text: str, expected: list[tuple[str, str]]) -> None:
     assert _values(extractor, text) == expected
+
+
+@pytest.mark.parametrize("text", ["It costs 7.30 now.", "I paid 3.50 - 4.00 for it.", "I sat 3 exams.", "The sun was out."])
+def test_numbers_and_words_that_only_look_like_times_or_days(text: str) -> None:
+    from extractors.frames import TIME, WEEKDAY, _typed_values
+
+    assert not [v for v in _typed_values(text, 0, "en") if v.kind in (TIME, WEEKDAY)]
 
 
 def test_a_number_and_a_street_fill_one_slot_and_dates_and_times_another(extractor) -> None:
