@@ -367,6 +367,14 @@ _EN_CORRECT: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
                 r"|\blet\s+me\s+correct\b|\bi\s+misspoke\b|\bi\s+mistyped\b|(?:^|(?<=\s))typo\s*[:：,-]"
                 r"|\bi\s+was\s+wrong\b|\bi\s+(?:said|wrote|had)\s+(?:it\s+|that\s+)?wrong\b", _F),
      "any", ("correct", "misspoke", "mistyped", "typo", "wrong")),
+    # "oops, Friday the 11th": a value right after an admitted slip (not "sorry, I can't": a value word only)
+    (re.compile(rf"\b(?:oops|whoops|sorry|my\s+bad|my\s+mistake)[\s,.!:-]+(?:it'?s\s+|i\s+mean\s+)?{_VALUE_WORD}", _F),
+     "clause", ("oops", "sorry", "my bad", "my mistake")),
+    # "misread my diary", "misheard the time", "mixed them up", with a value said: the English counterpart of
+    # "看错了", "记反了" (a misreading owned up to)
+    (re.compile(rf"(?:\bmis(?:read|heard|remembered)\b|\bmixed\s+(?:it|them|those|that|the\s+\w+)\s+up\b)(?=.*{_VALUE_WORD})"
+                rf"|{_VALUE_WORD}.*(?:\bmis(?:read|heard|remembered)\b|\bmixed\s+(?:it|them|those|that|the\s+\w+)\s+up\b)",
+                _F | re.S), "any", ("misread", "misheard", "misremembered", "mixed")),
     # "*KX19 ABD": the chat convention for a typo fixed, a message that opens with an asterisk and the right text
     (re.compile(r"^\*(?=[^\s*])", _F), "any", ("*",)),
     (re.compile(rf"\bmake\s+that\s+{_VALUE_START}", _F), "clause", ("make that",)),

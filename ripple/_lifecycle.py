@@ -412,32 +412,47 @@ _CORRECTION_REACH = 3
 
 
 def _corrected_message(b: _Batch, i: int, previous: dict[str, list[int]]) -> Op[tuple[str, str] | None]:
-    """What a correction that states a value corrects: the latest of its session's last few messages that
-    holds a value of the same kind.  "不对不对，牙医是两点半" after "明天牙医约的下午两点" and "洗完牙顺便带咪咪去打
-    疫苗" corrects the appointment, not the errand said in between, which the previous message rule would
-    have superseded (a true statement hidden).  None: the correction states no value, or none of those
-    messages holds one of its kind (the previous message rule then applies)."""
+    """What a correction that states a value corrects: of its session's last few messages that hold a
+    value of the same kind, the latest that shares a word with it, or else the latest.  "不对不对，牙医是两点半"
+    after "明天牙医约的下午两点" and "洗完牙顺便带咪咪去打疫苗" corrects the appointment, not the errand said in
+    between, which the previous message rule would have superseded (a true statement hidden); "说错了，张姐是
+    周四休" after "张姐周三休息" and "钟点工周五来" corrects what 张姐 does, though both name a day.  None: the
+    correction states no value, or none of those messages holds one of its kind (the previous message rule
+    then applies)."""
     sid = b.prepared[i].item.session_id
     lang = "zh" if b.prepared[i].extraction.language == "zh" else "en"
-    mine = value_groups(b.prepared[i].item.text, lang)
+    text = b.prepared[i].item.text
+    mine = value_groups(text, lang)
     if sid is None or not mine:
         return None
-    reason = "the latest message of this session with a value of the kind it states"
+    options: list[tuple[str, str]] = []  # (memory, text), latest first
     for j in reversed(previous.get(sid, [])[-_CORRECTION_REACH:]):  # (this batch's, latest first)
         if value_groups(b.prepared[j].item.text, lang) & mine:
-            return b.mem_ids[j], reason
+            options.append((b.mem_ids[j], b.prepared[j].item.text))
     left = _CORRECTION_REACH - len(previous.get(sid, []))
     seen: set[str] = set()
     here = (yield LastMemoryInSession(b.user, sid)) if left > 0 else None
     while here is not None and left > 0:  # (then the stored ones, back along the session's NEXT chain)
         yield from b.fetch([here])
         if b.known(here) and value_groups(b.current(here).text, lang) & mine:
-            return here, reason
+            options.append((here, b.current(here).text))
         seen.add(here)
         left -= 1
         before = {n.target for n in (yield Expand(b.user, [here], [EDGE_NEXT]))} - seen - {here}
         here = before.pop() if len(before) == 1 else None
-    return None
+    if not options:
+        return None
+    words = _correction_words(text)
+    for target, said in options:
+        if words & _correction_words(said):
+            return target, "the latest message of this session with a value of the kind it states and a word it says"
+    return options[0][0], "the latest message of this session with a value of the kind it states"
+
+
+def _correction_words(text: str) -> frozenset[str]:
+    """The words a correction and what it corrects may share: lexical tokens of two characters or more
+    (a single Han character, "周" or "点", is in every day and time), none a number."""
+    return frozenset(t for t in lexical_tokens(text) if len(t) > 1 and not any(c.isdigit() for c in t))
 
 
 def _previous_message(b: _Batch, i: int, retracts: bool, previous: dict[str, list[int]]) -> Op[tuple[str | None, str]]:

@@ -205,6 +205,25 @@ def test_a_correction_skips_a_message_said_in_between(mem: Memory, batch: bool) 
     assert mem.get(written[2].id).metadata["ripple"]["corrects"] == written[0].id
 
 
+@pytest.mark.parametrize("batch", [False, True], ids=["one-by-one", "add_many"])
+def test_a_correction_corrects_the_message_it_shares_a_word_with(mem: Memory, batch: bool) -> None:
+    """"说错了，张姐是周四休" after "张姐周三休息" and "钟点工周五来": both earlier messages name a day, and the
+    correction corrects the one about 张姐, not the latest (which stays true)."""
+    texts = ["张姐周三休息", "钟点工周五来", "说错了，张姐是周四休"]
+    items = [{"text": t, "user_id": "u1", "session_id": "s1", "at": T0 + timedelta(minutes=2 * n)}
+             for n, t in enumerate(texts)]
+    written = mem.add_many(items) if batch else [mem.add(**item)[0] for item in items]
+    assert [mem.get(m.id).status for m in written] == ["superseded", "active", "active"]
+    assert mem.get(written[2].id).metadata["ripple"]["corrects"] == written[0].id
+
+
+def test_an_admitted_slip_followed_by_a_value_corrects(mem: Memory) -> None:
+    wrong = say(mem, "Piano tuner's coming Thursday the 10th", 0)
+    fixed = say(mem, "oops, Friday the 11th, misread my diary", 0.002)
+    assert mem.get(wrong.id).status == "superseded"
+    assert fixed.kind == "correction" and fixed.metadata["ripple"]["corrects"] == wrong.id
+
+
 def test_a_repeated_statement_reinforces_instead_of_duplicating(mem: Memory) -> None:
     first = say(mem, "I live in Berlin with my partner Sam.", 0)
     again = say(mem, "I live in Berlin with my partner Sam.", 5, session="s2")

@@ -174,6 +174,9 @@ def test_not_retractions(text: str) -> None:
         "G1823，数字记反了",  # a misreading owned up to
         "不对不对，牙医是两点半，刚看错短信了",
         "改一下，10个人，忘了我表哥一家",
+        "oops, Friday the 11th, misread my diary",  # a value right after an admitted slip
+        "my bad, 5pm",
+        "misheard the time, it's 2:45",  # the English counterpart of "看错了"
     ],
 )
 def test_corrections(text: str) -> None:
@@ -205,6 +208,9 @@ def test_corrections(text: str) -> None:
         "我看错了一部电影",
         "**bold** and * a list item",
         "I had a great time",
+        "sorry, I can't make it",  # an admitted slip with no value after it
+        "Oops! I forgot",
+        "I misheard what he said lol",  # a misreading with no value said
         "",
     ],
 )
