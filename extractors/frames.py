@@ -245,7 +245,11 @@ _TIME_AT = re.compile(r"\bat\s+(\d{1,2})(?=\s*(?:$|[.,!?;]|o'clock|tonight|tomor
 _ZH_DIGIT = "零〇一二两三四五六七八九十"
 # (a number written in Arabic digits goes on in Chinese only by its units: "4.8万", "16万8"; "380一个月" is 380 a
 # month, not a numeral "380一")
-_ZH_NUMERAL = rf"(?:\d[\d.]*(?:[百千万亿]+[\d{_ZH_DIGIT}]*)*|[{_ZH_DIGIT}百千万亿][\d.{_ZH_DIGIT}百千万亿]*)"
+# A Chinese numeral has no digit right after a digit either, but for the neighbours of an estimate ("六七十单",
+# "三五个", "两三天"): "十八一斤" is eighteen a jin, "十八一" no number ("二十一", "一千二" are: a digit after 十 or a unit).
+_ZH_NUMERAL = (rf"(?:\d[\d.]*(?:[百千万亿]+[\d{_ZH_DIGIT}]*)*|[{_ZH_DIGIT}百千万亿]"
+               r"(?:[\d.十百千万亿零〇]|(?<![一二两三四五六七八九])[一二两三四五六七八九]"
+               r"|(?<=一)[两二]|(?<=[两二])三|(?<=三)[四五]|(?<=四)五|(?<=五)六|(?<=六)七|(?<=七)八|(?<=八)九)*)")
 # Colloquial money: yuan and the tenths after them ("2块5", "一块五一个": 2.5 and 1.5 yuan; not the "一" of
 # "两块一斤", two yuan a jin) or tenths alone ("九毛", "5毛钱", "一毛五": 0.15)
 _ZH_TENTHS = r"(?:\d(?!\d)|[二两三四五六七八九]|一(?![个斤份次杯碗位人张本块瓶盒只条件套袋包桶箱公斗升度单]))"

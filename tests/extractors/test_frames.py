@@ -56,14 +56,18 @@ def test_english_values(extractor, text: str, expected: list[tuple[str, str]]) -
         ("会议12点半开始", [("time", "12:30")]),
         # colloquial money: yuan and tenths ("2块5" is 2.5 yuan, not 2 yuan and an amount 5), tenths alone
         ("肉包涨到2块5一个了", [("count", "1"), ("money", "2.5")]),
-        ("肉包一块五一个", [("money", "1.5")]),
+        ("肉包一块五一个", [("count", "1"), ("money", "1.5")]),
         ("一单3块2", [("money", "3.2")]),
         ("废纸收购价降到九毛了", [("money", "0.9")]),
-        ("打印黑白一毛五一张", [("money", "0.15")]),
+        ("打印黑白一毛五一张", [("count", "1"), ("money", "0.15")]),
         ("白菜两块一斤", [("money", "2")]),  # (the "一" is one jin's)
         # an Arabic number goes on in Chinese only by its units: 380 a month, not a numeral "380一"
         ("月卡380一个月", [("amount", "380"), ("duration", "1 month")]),
         ("套餐4.8万", [("amount", "48000")]),
+        # nor does a Chinese one run a digit into a digit: eighteen a jin ("二十一", "一千二" are numbers)
+        ("五花肉进价十八一斤", [("amount", "18")]),
+        ("一共二十一个人", [("count", "21")]),
+        ("预算一千二", [("amount", "1200")]),
         # a colon between an hour and its minutes ends no clause
         ("游泳馆营业时间 6:30", [("time", "6:30")]),
     ],

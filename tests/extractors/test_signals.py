@@ -177,6 +177,7 @@ def test_not_retractions(text: str) -> None:
         "oops, Friday the 11th, misread my diary",  # a value right after an admitted slip
         "my bad, 5pm",
         "misheard the time, it's 2:45",  # the English counterpart of "看错了"
+        "吃饭是周四不是周五，我记岔了",  # "是 A 不是 B" without a comma, and "记岔了" (misremembered)
     ],
 )
 def test_corrections(text: str) -> None:
