@@ -960,6 +960,14 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
             before = _frame(full, pa + offset, pb + offset, (), nominal, lang, me)
             frame = replace(frame, words=before.words + frame.words, nominal=before.nominal | frame.nominal,
                             subjects=before.subjects | frame.subjects)
+        elif k and lang == "zh" and not frame.subjects and clauses[k - 1][0] >= x:
+            # "姥姥是退休职工医保，能报90%": a Chinese clause that names no one is about the person the clause before
+            # it in the sentence named (the subject is left out, not changed; the speaker needs no carrying)
+            pa, pb = clauses[k - 1]
+            named = {w for w in _frame(full, pa + offset, pb + offset, (), nominal, lang, me).subjects
+                     if not w.startswith("@")}
+            if named:
+                frame = replace(frame, subjects=frozenset(named))
         if not shared:
             negation = _NEGATION_ZH if lang == "zh" else _NEGATION_EN
             ends = [m.end() + offset for m in negation.finditer(message)]
@@ -1108,7 +1116,8 @@ def _unabbreviated(message: str) -> str:
     return _ABBREVIATION.sub(lambda m: m.group()[:-1] + " ", message) if "." in message else message
 
 
-_QUESTION = re.compile(r"(?:[?？]|吗[。!！]?|呢[?？。]?)$")
+# (and a Chinese A-not-A question, with no question mark: "能不能改到周五啊", "要不要换个时间")
+_QUESTION = re.compile(r"(?:[?？]|吗[。!！]?|呢[?？。]?)$|能不能|可不可以|要不要|是不是|行不行|好不好|有没有|会不会|能否|可否")
 _SENTENCE = re.compile(r"(?:[^.!?。！？\n]|(?<=\d)\.(?=\d))+(?:[.!?。！？\n]+|$)")  # (a decimal point ends no sentence: "1.5 cups?")
 _PRONOUN_START_EN = re.compile(r"\s*(?:it|they|he|she|this|that)\b", _F)
 # ("这周", "那天", "这次" say when, not about what: no pronoun)

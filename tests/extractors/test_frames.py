@@ -112,6 +112,14 @@ def test_subjects_follow_whom_the_clause_is_about(extractor) -> None:
     # a verb before 的 owns nothing ("吃的降压药": the medicine he takes), and neither does a value ("三点的")
     assert subjects("我爸吃的降压药是氨氯地平。") == {"@self"}
     assert subjects("高铁票买的周五下午三点的。") == set()
+    # a Chinese clause that names no one is about the person the clause before it named (not the speaker)
+    assert [sorted(f.subjects) for f in frames_of(extractor.extract("姥姥是退休职工医保，能报90%"))] == [["姥姥"], ["姥姥"]]
+    assert [sorted(f.subjects) for f in frames_of(extractor.extract("我们这边水质差，滤芯得三个月一换"))][-1] == []
+
+
+@pytest.mark.parametrize("text", ["能不能改到周五啊 周四要上班", "要不要把例会挪到周三", "房租是不是涨到三千了"])
+def test_a_chinese_a_not_a_question_states_nothing(extractor, text: str) -> None:
+    assert frames_of(extractor.extract(text)) == ()
 
 
 def test_markers_additions_and_restatements(extractor) -> None:
