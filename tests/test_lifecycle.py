@@ -194,23 +194,16 @@ def test_a_correction_supersedes_what_it_corrects(mem: Memory) -> None:
 
 
 @pytest.mark.parametrize("batch", [False, True], ids=["one-by-one", "add_many"])
-def test_a_correction_skips_a_message_said_in_between(mem: Memory, batch: bool) -> None:
-    """"不对不对，牙医是两点半" corrects the appointment, not the errand said after it: the latest of the
-    session's last messages that holds a value of the kind the correction states (a time)."""
-    texts = ["明天牙医约的下午两点", "洗完牙顺便带咪咪去打疫苗", "不对不对，牙医是两点半，刚看错短信了"]
+@pytest.mark.parametrize("texts", [
+    # "不对不对，牙医是两点半" corrects the appointment, not the errand said after it: the latest of the session's
+    # last messages that holds a value of the kind the correction states (a time)
+    ["明天牙医约的下午两点", "洗完牙顺便带咪咪去打疫苗", "不对不对，牙医是两点半，刚看错短信了"],
+    # both earlier messages name a day: the correction corrects the one it shares a word with (张姐), not the
+    # latest, which stays true
+    ["张姐周三休息", "钟点工周五来", "说错了，张姐是周四休"],
+], ids=["skips-a-message-without-a-value", "takes-the-message-it-shares-a-word-with"])
+def test_a_correction_corrects_the_message_it_is_about(mem: Memory, batch: bool, texts: list[str]) -> None:
     items = [{"text": t, "user_id": "u1", "session_id": "s1", "at": T0 + timedelta(minutes=3 * n)}
-             for n, t in enumerate(texts)]
-    written = mem.add_many(items) if batch else [mem.add(**item)[0] for item in items]
-    assert [mem.get(m.id).status for m in written] == ["superseded", "active", "active"]
-    assert mem.get(written[2].id).metadata["ripple"]["corrects"] == written[0].id
-
-
-@pytest.mark.parametrize("batch", [False, True], ids=["one-by-one", "add_many"])
-def test_a_correction_corrects_the_message_it_shares_a_word_with(mem: Memory, batch: bool) -> None:
-    """"说错了，张姐是周四休" after "张姐周三休息" and "钟点工周五来": both earlier messages name a day, and the
-    correction corrects the one about 张姐, not the latest (which stays true)."""
-    texts = ["张姐周三休息", "钟点工周五来", "说错了，张姐是周四休"]
-    items = [{"text": t, "user_id": "u1", "session_id": "s1", "at": T0 + timedelta(minutes=2 * n)}
              for n, t in enumerate(texts)]
     written = mem.add_many(items) if batch else [mem.add(**item)[0] for item in items]
     assert [mem.get(m.id).status for m in written] == ["superseded", "active", "active"]
