@@ -32,11 +32,9 @@ from ripple._pairjudge import pooled_pairs
 __all__ = ["UNSEEN", "CHAT_TRAIN", "pairs", "chat_negatives", "synthetic_negatives", "train", "register", "run"]
 
 #: Sealed splits nobody has scored yet: never read for training or selection (heldout7, scored on Dec 4
-#: morning, trains the judge since Dec 4 afternoon; heldout8 to heldout12, scored on Dec 4 afternoon and
-#: evening (heldout11 and heldout12 at stop 41), may train it now; heldout13 and heldout14, scored at stop 42 (Dec 4,
-#: late evening), may too; heldout15, written on Dec 4 after heldout14 and scored at stop 42, may too; heldout16,
-#: written on Dec 4 after heldout15 and scored at stop 42, may too; heldout17, written on Dec 4 after heldout16
-#: and scored at stop 42, may too; heldout18, written on Dec 4 after heldout17, is unscored: UNSEEN keeps it out).
+#: morning, trains the judge since Dec 4 afternoon; heldout8 to heldout17, scored on Dec 4 afternoon and
+#: evening (heldout11 and heldout12 at stop 41, heldout13 to heldout17 at stop 42), may train it now;
+#: heldout18, written on Dec 4 after heldout17, is unscored: UNSEEN keeps it out).
 UNSEEN = ("heldout18",)
 #: LoCoMo conversations whose turns give the judge chat negatives; the other two of the dev split (conv-41,
 #: conv-42) and the Chinese chat set stay out, to check on chat the judge has not seen that it

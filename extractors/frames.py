@@ -243,10 +243,9 @@ _TIME_AT = re.compile(r"\bat\s+(\d{1,2})(?=\s*(?:$|[.,!?;]|o'clock|tonight|tomor
 # --------------------------------------------------------------------------- Chinese values
 
 _ZH_DIGIT = "零〇一二两三四五六七八九十"
-# (a number written in Arabic digits goes on in Chinese only by its units: "4.8万", "16万8"; "380一个月" is 380 a
-# month, not a numeral "380一")
-# A Chinese numeral has no digit right after a digit either, but for the neighbours of an estimate ("六七十单",
-# "三五个", "两三天"): "十八一斤" is eighteen a jin, "十八一" no number ("二十一", "一千二" are: a digit after 十 or a unit).
+# A number written in Arabic digits goes on in Chinese only by its units ("4.8万", "16万8"; "380一个月" is 380 a
+# month, not a numeral "380一"), and a Chinese one has no digit right after a digit but for the neighbours of an
+# estimate ("六七十单", "三五个", "两三天"): "十八一斤" is eighteen a jin ("二十一", "一千二": a digit after 十 or a unit).
 _ZH_NUMERAL = (rf"(?:\d[\d.]*(?:[百千万亿]+[\d{_ZH_DIGIT}]*)*|[{_ZH_DIGIT}百千万亿]"
                r"(?:[\d.十百千万亿零〇]|(?<![一二两三四五六七八九])[一二两三四五六七八九]"
                r"|(?<=一)[两二]|(?<=[两二])三|(?<=三)[四五]|(?<=四)五|(?<=五)六|(?<=六)七|(?<=七)八|(?<=八)九)*)")
@@ -538,14 +537,18 @@ def _norm_duration(text: str, lang: str) -> str:
     return f"{n} {_UNITS[m.group(2)]}"
 
 
+_YUAN_TENTHS_ZH = re.compile(rf"({_ZH_NUMERAL})\s*块({_ZH_TENTHS})[毛角]?")
+_TENTHS_ZH = re.compile(rf"({_ZH_SMALL})\s*[毛角](?:({_ZH_TENTHS})分?|钱)?")
+
+
 def _money_zh(text: str) -> str | None:
     """Yuan of colloquial money ("2块5" -> "2.5", "一块五" -> "1.5", "九毛" -> "0.9", "一毛五" -> "0.15"), None
     for other forms."""
-    m = re.fullmatch(rf"({_ZH_NUMERAL})\s*块({_ZH_TENTHS})[毛角]?", text)
+    m = _YUAN_TENTHS_ZH.fullmatch(text)
     if m:
         whole, tenth = parse_number(m.group(1)), parse_number(m.group(2))
         return None if whole is None or tenth is None else _num_zh(str((whole + tenth / 10).normalize()))
-    m = re.fullmatch(rf"({_ZH_SMALL})\s*[毛角](?:({_ZH_TENTHS})分?|钱)?", text)
+    m = _TENTHS_ZH.fullmatch(text)
     if m:
         tenths, cents = parse_number(m.group(1)), parse_number(m.group(2) or "0")
         return None if tenths is None or cents is None else _num_zh(str((tenths / 10 + cents / 100).normalize()))

@@ -357,6 +357,8 @@ _VALUE_WORD = (
     r"|november|december)\b)"
 )
 _VALUE_START = rf"(?:{_VALUE_WORD}|(?-i:[A-Z]))"
+# A misreading owned up to: "misread my diary", "misheard the time", "mixed them up".
+_MISREAD_EN = r"(?:\bmis(?:read|heard|remembered)\b|\bmixed\s+(?:it|them|those|that|the\s+\w+)\s+up\b)"
 # Where a cue may stand: "marker" after "no,"/"sorry,"/"actually" only (bare "I mean" is a
 # filler, bare "it's X" a statement), "clause" at the start of a clause, "any" anywhere.
 _EN_CORRECT: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
@@ -372,9 +374,8 @@ _EN_CORRECT: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
      "clause", ("oops", "sorry", "my bad", "my mistake")),
     # "misread my diary", "misheard the time", "mixed them up", with a value said: the English counterpart of
     # "看错了", "记反了" (a misreading owned up to)
-    (re.compile(rf"(?:\bmis(?:read|heard|remembered)\b|\bmixed\s+(?:it|them|those|that|the\s+\w+)\s+up\b)(?=.*{_VALUE_WORD})"
-                rf"|{_VALUE_WORD}.*(?:\bmis(?:read|heard|remembered)\b|\bmixed\s+(?:it|them|those|that|the\s+\w+)\s+up\b)",
-                _F | re.S), "any", ("misread", "misheard", "misremembered", "mixed")),
+    (re.compile(rf"{_MISREAD_EN}(?=.*{_VALUE_WORD})|{_VALUE_WORD}.*{_MISREAD_EN}", _F | re.S),
+     "any", ("misread", "misheard", "misremembered", "mixed")),
     # "*KX19 ABD": the chat convention for a typo fixed, a message that opens with an asterisk and the right text
     (re.compile(r"^\*(?=[^\s*])", _F), "any", ("*",)),
     (re.compile(rf"\bmake\s+that\s+{_VALUE_START}", _F), "clause", ("make that",)),

@@ -425,28 +425,29 @@ def _corrected_message(b: _Batch, i: int, previous: dict[str, list[int]]) -> Op[
     mine = value_groups(text, lang)
     if sid is None or not mine:
         return None
-    options: list[tuple[str, str]] = []  # (memory, text), latest first
+    words = _correction_words(text)
+    shared = "the latest message of this session with a value of the kind it states and a word it says"
+    latest: str | None = None  # (the messages are read latest first: the first that shares a word ends the search)
     for j in reversed(previous.get(sid, [])[-_CORRECTION_REACH:]):  # (this batch's, latest first)
-        if value_groups(b.prepared[j].item.text, lang) & mine:
-            options.append((b.mem_ids[j], b.prepared[j].item.text))
+        said = b.prepared[j].item.text
+        if value_groups(said, lang) & mine:
+            if words & _correction_words(said):
+                return b.mem_ids[j], shared
+            latest = latest or b.mem_ids[j]
     left = _CORRECTION_REACH - len(previous.get(sid, []))
     seen: set[str] = set()
     here = (yield LastMemoryInSession(b.user, sid)) if left > 0 else None
     while here is not None and left > 0:  # (then the stored ones, back along the session's NEXT chain)
         yield from b.fetch([here])
         if b.known(here) and value_groups(b.current(here).text, lang) & mine:
-            options.append((here, b.current(here).text))
+            if words & _correction_words(b.current(here).text):
+                return here, shared
+            latest = latest or here
         seen.add(here)
         left -= 1
         before = {n.target for n in (yield Expand(b.user, [here], [EDGE_NEXT]))} - seen - {here}
         here = before.pop() if len(before) == 1 else None
-    if not options:
-        return None
-    words = _correction_words(text)
-    for target, said in options:
-        if words & _correction_words(said):
-            return target, "the latest message of this session with a value of the kind it states and a word it says"
-    return options[0][0], "the latest message of this session with a value of the kind it states"
+    return None if latest is None else (latest, "the latest message of this session with a value of the kind it states")
 
 
 def _correction_words(text: str) -> frozenset[str]:
