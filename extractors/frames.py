@@ -153,7 +153,8 @@ class Frame:
     denied: frozenset[str] = frozenset()  # values the text negates ("won't make June 30", "not 8", "不是14号")
     running: bool = False  # the clause states an amount so far or left ("spent 6,000 so far", "已经花了四千", "还剩三百")
     limit: bool = False  # the clause names a limit ("budget", "capped at", "quota", "预算", "上限", "最多")
-    delta: bool = False  # the clause states a change *by* an amount ("another 2k", "up by 10%", "又多花了两万", "要加三万")
+    delta: bool = False  # the clause states an amount added on ("another 2k", "又多花了两万", "要加三万")
+    shift: str = ""  # "+" or "-": the clause states a change up or down *by* an amount ("up by £9", "涨了五百")
     names: frozenset[str] = frozenset()  # words of the names that qualify a noun in the clause ("the Lisbon office")
     told: bool = False  # it tells what happened, in the past tense: see _told
     governed: frozenset[int] = frozenset()  # where its values start that a change verb governs ("moved to Leeds")
@@ -238,7 +239,12 @@ _EN_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("$", "€", "£", "¥", "dollar", "usd", "euro", "eur", "pound", "gbp", "yuan", "rmb", "cny", "yen", "jpy", "buck"),
     ("0",), ("0",), _NUMBER_NEEDLES, _MONTH_NEEDLES,
 )
-_TIME_AT = re.compile(r"\bat\s+(\d{1,2})(?=\s*(?:$|[.,!?;]|o'clock|tonight|tomorrow|today|sharp|instead|then))", _F)
+# "at 7": an hour when nothing after it says what the number counts ("saturday at 7 not 6", "Mondays at 11.",
+# "thursdays at 2 these days"; not "at 14 Baker Street", "at 18 degrees", "at 7.30", which another pattern reads).
+# Read before the amounts, which would take the number first.
+_TIME_AT = re.compile(r"\bat\s+(1[0-2]|0?[1-9])(?=\s*(?:$|[.,!?;](?!\d)|o'clock|tonight|tomorrow|today|sharp|instead"
+                      r"|then|(?:not|now|these|this|on|every|each|and|or|but|in|till|until|to|for|so|with|again|start"
+                      r"|latest|onwards|ish|-ish)\b))", _F)
 
 # --------------------------------------------------------------------------- Chinese values
 
@@ -291,6 +297,9 @@ _ZH_NEEDLES: tuple[tuple[str, ...], ...] = (
 
 # --------------------------------------------------------------------------- markers and words
 
+# An amount right after a verb ("涨了五百", "up by £9"): see _DELTA_EN, _SHIFT_EN and the shifts of _STRONG_ZH.
+_NUMBER_AHEAD = r"(?=\s*(?:[$€£¥]\s?)?\d|\s*[一二两三四五六七八九十百千万几半][\d一二两三四五六七八九十百千万几点块元个]*(?:块|元|万|千|百|%|个点|成|毛|分))"
+
 # Change markers: the statement announces a new value.  Matched on the whole text.  Strong ones name
 # the change ("moved to", "took over", "改到"); weak ones only say that this is the current value
 # ("now", "new", "现在"), which chat says all the time: they count for a changed typed value only.
@@ -301,11 +310,12 @@ _STRONG_EN = re.compile(
     r"|slipp(?:ed|ing)|slid|shift(?:ed|ing|s)|switch(?:ed|ing|es)?(?!\s+(?:off|on)\b)|swapp(?:ed|ing)|swap|replac(?:ed|ing|es)"
     r"|took\s+over|tak(?:e|es|ing)\s+over|taken\s+over|handed\s+over|reschedul(?:ed|ing)|postpon(?:ed|ing)"
     r"|delay(?:ed|ing)|extend(?:ed|ing)|brought\s+forward|moved\s+up|pulled\s+in|rais(?:ed|ing)|increas(?:ed|ing)"
-    r"|bump(?:ed|ing)?|went\s+(?:up|down)|gone\s+(?:up|down)|grew|grown|rose|risen|jump(?:ed|ing)|dropp(?:ed|ing)"
+    r"|bump(?:ed|ing)?|went\s+(?:up|down)|gone\s+(?:up|down)|go(?:es|ing)\s+(?:up|down)|com(?:es|ing)\s+down|came\s+down"
+    r"|upp(?:ed|ing)|hik(?:ed|ing)|put(?:ting)?(?:\s+[^\s.;!?]+){0,4}?\s+(?:up|down)(?=\s+(?:to|by)\b)|grew|grown|rose|risen|jump(?:ed|ing)|dropp(?:ed|ing)"
     r"|fell|fallen|cut|reduc(?:ed|ing)|lower(?:ed|ing)|decreas(?:ed|ing)|relocat(?:ed|ing)|joined|quit|promoted"
     r"|transferred|upgraded|downgraded|renamed|sold|make\s+(?:it|that)(?=\s+(?:[$€£¥\d]|(?-i:[A-Z])|(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b))|after\s+all|correction|my\s+(?:mistake|bad)|misspoke"
     r"|mistyped|typo|i\s+meant|i\s+was\s+wrong)\b", _F)
-_WEAK_EN = re.compile(r"\b(?:now|new|newly|latest|update[sd]?|revised|starting|effective|as\s+of|going\s+forward|final"
+_WEAK_EN = re.compile(r"\b(?:now|nowadays|these\s+days|new|newly|latest|update[sd]?|revised|starting|effective|as\s+of|going\s+forward|final"
                       r"|got\s+(?:moved|pushed|changed|bumped|cut|raised)|(?:is|are|'s|'re)\s+(?:at|up\s+to|down\s+to)(?=\s+\d))\b", _F)
 # Chinese change verbs by construction, not one by one: a verb of moving or altering with a resultative
 # complement that says where the value went ("搬到", "延到", "推迟到", "降至", "改成", "换成", "调为")
@@ -316,7 +326,8 @@ _STRONG_ZH = re.compile(
     _RESULT_ZH + r"|换[\u4e00-\u9fff]{1,3}?了|卖了|卖掉|升职|晋升|加入了|辞了|"  # (the counterparts of "sold", "promoted", "joined", "quit")
     r"改到|改成|改为|改在|改约|改签|改由|换成|换到|换了|换号|换人|换邮箱|搬到|搬去|搬了|挪到|推迟|延期|延到|延迟|延误|提前|调到|调成"
     r"|调整|涨到|涨价|加到|扩到|降到|减到|砍到|压到|变成|变为|不再|接手|接任|离职|跳槽|转岗|转学|迁到|升级|定在|调走|辞职|退休"
-    r"|不对|错了|口误|更正|纠正|我是说|我的意思是")
+    r"|不对|错了|口误|更正|纠正|我是说|我的意思是"
+    r"|(?:涨|降|减|少|贵|便宜)了" + _NUMBER_AHEAD)  # (a shift: "房租涨了五百", "月供少了82块"; see _SHIFT_ZH)
 _WEAK_ZH = re.compile(r"现在|已经|以后|起|新|更新|最后|最终|涨了|降了|了$|了[。！!]")
 _CHANGE_EN = re.compile(f"{_STRONG_EN.pattern}|{_WEAK_EN.pattern}", _F)
 _CHANGE_ZH = re.compile(f"{_STRONG_ZH.pattern}|{_WEAK_ZH.pattern}")
@@ -360,17 +371,19 @@ _RUNNING_EN = re.compile(
     r"\b(?:spent|burn(?:ed|t|ing)\s+through|used\s+up|us(?:ed|ing)(?!\s+to\b)|consumed|so\s+far|to\s+date"
     r"|remaining|(?:have|has|had|'ve)\b[^.;!?]{0,40}\bleft)\b", _F)
 _RUNNING_ZH = re.compile(r"花了|花掉|花费了|用了|用掉|用去|休了|消耗了|调用了|还剩|剩下|剩余|到现在|到目前为止|迄今|截至目前|累计")
-# Deltas: a change *by* an amount, not *to* one ("we spent another 2,000", "rent went up by 10%", "又多花了两万",
-# "要加三万", "涨了五百"): it says what changed, not what the value is now, so it neither replaces a stated value
-# nor is replaced by one (see ``Frame.delta``).  The amount must follow the verb: "加了个净水器" adds a thing.
-_NUMBER_AHEAD = r"(?=\s*(?:[$€£¥]\s?)?\d|\s*[一二两三四五六七八九十百千万几半][\d一二两三四五六七八九十百千万几点块元个]*(?:块|元|万|千|百|%|个点|成))"
-_DELTA_EN = re.compile(
-    r"\b(?:another|an\s+(?:extra|additional)|extra|additional)" + _NUMBER_AHEAD
-    + r"|\b(?:up|down|increased|decreased|raised|lowered|rose|fell|grew|dropped|cut|reduced|bumped|hiked|went\s+(?:up|down))"
-    r"(?:\s+[^\s.;!?]+){0,4}?\s+by" + _NUMBER_AHEAD,
-    _F)
-_DELTA_ZH = re.compile(r"(?:又多花了?|又花了|又多了|多花了|多出了?|多付了?|又加了?|再加|要加|加了|追加了?|增加了|涨了|贵了|降了|减了|少了|便宜了)"
-                       + _NUMBER_AHEAD)
+# Additions by an amount: a change *by* an amount added on ("we spent another 2,000", "又多花了两万", "要加三万"): it
+# says what was added, not what the value is, so it neither replaces a stated value nor is replaced by one (see
+# ``Frame.delta``).  The amount must follow the verb: "加了个净水器" adds a thing.
+_DELTA_EN = re.compile(r"\b(?:another|an\s+(?:extra|additional)|extra|additional)" + _NUMBER_AHEAD, _F)
+_DELTA_ZH = re.compile(r"(?:又多花了?|又花了|又多了|多花了|多出了?|多付了?|又加了?|再加|要加|加了|追加了?|增加了)" + _NUMBER_AHEAD)
+# Shifts: a standing value moved up or down by an amount ("they've put my unit up by £9 a month", "rent went up by
+# 10%", "房租涨了五百", "月供少了82块"): the value said before is no longer the value, though the new one is not
+# said, so such a clause replaces it (``Frame.shift``, the direction; a change verb, so its sentence names a change).
+_UP_EN = r"up|increased|raised|rose|grew|bumped|hiked|upped"
+_SHIFT_EN = re.compile(
+    r"\b(?:(?P<up>" + _UP_EN + r"|went\s+up|gone\s+up|go(?:es|ing)?\s+up)|down|decreased|lowered|fell|dropped|cut|reduced"
+    r"|went\s+down|gone\s+down|go(?:es|ing)?\s+down)(?:\s+[^\s.;!?]+){0,4}?\s+by" + _NUMBER_AHEAD, _F)
+_SHIFT_ZH = re.compile(r"(?:(?P<up>涨了|贵了)|降了|减了|少了|便宜了)" + _NUMBER_AHEAD)
 # Periods an amount is measured over ("monthly revenue", "第一周流水", "$20 per week"): a qualifier of the
 # statement (the first week's revenue is not the monthly revenue), written into the frame's words as "~week",
 # "~month"...  Only a period an amount is measured over: "next month" says when, and "weekly" alone may be the
@@ -618,14 +631,14 @@ def _typed_values(message: str, offset: int, lang: str) -> list[Value]:
 
     low = message.lower()
     digit = _DIGIT.search(message) is not None
+    if lang != "zh" and digit:
+        for m in _TIME_AT.finditer(message):
+            add(TIME, m.start(1), m.end(1))
     for kind, pattern, always, any_digit, needles in _ZH_SCANS if lang == "zh" else _EN_SCANS:
         if not (always or digit and any_digit or any(map(low.__contains__, needles))):
             continue  # (most texts hold no value: a substring test spares the scan)
         for m in pattern.finditer(message):
             add(kind, m.start(), m.end())
-    if lang != "zh":
-        for m in _TIME_AT.finditer(message):
-            add(TIME, m.start(1), m.end(1))
     return sorted(out, key=lambda v: v.start)
 
 
@@ -1044,7 +1057,7 @@ def _told(clause: str, values: Sequence[Value], start: int) -> bool:
 
 
 # A Chinese verb in the perfective before its value ("考了105", "拿了第一", "跑了快500单"): the clause tells what
-# happened.  Not when the verb is one of change ("改了", "涨了", "降了": see _STRONG_ZH, _DELTA_ZH) or of having
+# happened.  Not when the verb is one of change ("改了", "涨了", "降了": see _STRONG_ZH, _SHIFT_ZH) or of having
 # ("有了", "到了", "成了": a state reached, which a later state replaces).
 _TOLD_ZH = re.compile(r"(?<=[\u4e00-\u9fff])(?<![改换涨降加减增升调搬挪推延变多少贵定有到成是为])了(?:快|近|将近|大概|差不多|约|足足|整整)?$")
 
@@ -1217,6 +1230,8 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
     running = bool((_RUNNING_ZH if lang == "zh" else _RUNNING_EN).search(rest))
     limit = bool((_LIMIT_ZH if lang == "zh" else _LIMIT_EN).search(rest))
     delta = bool((_DELTA_ZH if lang == "zh" else _DELTA_EN).search(clause))
+    moved = (_SHIFT_ZH if lang == "zh" else _SHIFT_EN).search(clause)
+    shift = "" if moved is None else "+" if moved.group("up") else "-"
     periods = _periods(clause, lang)  # (qualifiers: words the values' masking does not touch)
     words = words + tuple(sorted(periods))
     nominal |= periods
@@ -1229,7 +1244,7 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
                  words=words, nominal=frozenset(nominal),
                  subjects=frozenset(subjects), masked=re.sub(r"\s+", " ", "".join(masked)).strip(),
                  addition=addition, negations=negations, sources=sources, running=running,
-                 limit=limit, delta=delta)
+                 limit=limit, delta=delta, shift=shift)
 
 
 def _lead(full: str, a: int, slots: Sequence[Slot], lang: str) -> int:

@@ -459,6 +459,8 @@ def _compare(old_view: FrameView, new_view: FrameView, multi_valued: frozenset[s
         # corrected one.  A change named ("the Friday dinner moved to Zuni") is still an update.
         return "two things on one day"
     old_value, new_value = vo.slot.text, vn.slot.text
+    if new.shift:  # a change by an amount ("up by £9"): what moved, signed ("+£9"), the new value being unsaid
+        new_value = new.shift + new_value
     reasons.append(f"value {old_value!r} -> {new_value!r}")
     # slots that did not change are read as words: an unmatched name qualifies ("Falcon", "Vantage")
     old_set = frozenset(old_view.words | {w for a, s in enumerate(olds) if (s in old_left or old_as_words[a])
@@ -499,6 +501,9 @@ def _compare(old_view: FrameView, new_view: FrameView, multi_valued: frozenset[s
         # (the same attribute stands for a change marker only when the new clause adds no qualifier:
         # "Our budget is 50k" / "The budget for the team dinner is 800" may be another budget)
         reasons.append("a change marker" if new.marked else "the same attribute")
+        level = HIGH
+    elif vo.values & new.denied:  # the new text says the old value is not it: "saturday at 7 not 6", "是21床不是12床"
+        reasons.append("the old value denied")
         level = HIGH
     elif shape == "same" and old.subjects == new.subjects and len(new_set) <= _SHORT:
         level = HIGH  # the old short statement word for word, with another value ("The venue is X")

@@ -83,6 +83,18 @@ def test_numbers_and_words_that_only_look_like_times_or_days(text: str) -> None:
     assert not [v for v in _typed_values(text, 0, "en") if v.kind in (TIME, WEEKDAY)]
 
 
+@pytest.mark.parametrize(("text", "hour"), [("Dad's physio sessions are Mondays at 11.", "11"),
+                                           ("dad's physio is thursdays at 2 these days", "2"),
+                                           ("meeting's saturday at 7 not 6", "7"),
+                                           ("We meet at 14 Baker Street.", None), ("Keep the tank at 18 degrees.", None),
+                                           ("The ferry leaves at 7.30.", None)])
+def test_at_and_a_bare_number_is_an_hour_when_nothing_after_it_says_what_it_counts(text: str, hour: str | None) -> None:
+    from extractors.frames import TIME, _typed_values
+
+    assert [v.text for v in _typed_values(text, 0, "en") if v.kind == TIME and "." not in v.text] == (
+        [hour] if hour else [])
+
+
 def test_a_number_and_a_street_fill_one_slot_and_dates_and_times_another(extractor) -> None:
     (frame,) = frames_of(extractor.extract("Our weekly sync is Mondays at 10:00."))
     assert [sorted(s.kinds) for s in frame.slots] == [["time", "weekday"]]
@@ -239,22 +251,27 @@ def test_a_role_held_at_a_named_place_is_a_value(extractor, text: str, role: str
 
 
 @pytest.mark.parametrize(
-    ("text", "delta"),
+    ("text", "delta", "shift"),
     [
-        ("施工队说水电要重新走，又多花了两万", True),
-        ("水电全得重做，要加三万", True),
-        ("房租涨了五百", True),
-        ("The landlord says rent goes up by 100 euros from March.", True),
-        ("We spent another 2,000 on catering.", True),
-        ("The landlord raised the rent by 100.", True),
-        ("销售部的预算涨到十二万了", False),  # a change *to* a value
-        ("加了一个全屋净水，还有地暖", False),  # adds a thing, not an amount
-        ("Headcount went up to 14.", False),
-        ("By 2027 the team will be 30 people.", False),
+        ("施工队说水电要重新走，又多花了两万", True, ""),
+        ("水电全得重做，要加三万", True, ""),
+        ("We spent another 2,000 on catering.", True, ""),
+        ("房租涨了五百", False, "+"),  # a standing value moved by an amount: a shift, not an addition
+        ("公积金利率下调了，月供每个月少了82块", False, "-"),
+        ("The landlord says rent goes up by 100 euros from March.", False, "+"),
+        ("The landlord raised the rent by 100.", False, "+"),
+        ("they've put my unit up by £9 a month", False, "+"),
+        ("The gym cut the off-peak price by £5.", False, "-"),
+        ("销售部的预算涨到十二万了", False, ""),  # a change *to* a value
+        ("加了一个全屋净水，还有地暖", False, ""),  # adds a thing, not an amount
+        ("Headcount went up to 14.", False, ""),
+        ("By 2027 the team will be 30 people.", False, ""),
     ],
 )
-def test_a_change_by_an_amount_is_a_delta(extractor, text: str, delta: bool) -> None:
-    assert any(f.delta for f in frames_of(extractor.extract(text))) is delta
+def test_a_change_by_an_amount_is_a_delta_or_a_shift(extractor, text: str, delta: bool, shift: str) -> None:
+    frames = frames_of(extractor.extract(text))
+    assert any(f.delta for f in frames) is delta
+    assert "".join(f.shift for f in frames) == shift
 
 
 @pytest.mark.parametrize(
