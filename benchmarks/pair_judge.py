@@ -31,12 +31,10 @@ from ripple._pairjudge import pooled_pairs
 
 __all__ = ["UNSEEN", "CHAT_TRAIN", "pairs", "chat_negatives", "synthetic_negatives", "train", "register", "run"]
 
-#: Sealed splits nobody has scored yet: never read for training or selection (heldout7, scored on Dec 4
-#: morning, trains the judge since Dec 4 afternoon; heldout8 to heldout17, scored on Dec 4 afternoon and
-#: evening (heldout11 and heldout12 at stop 41, heldout13 to heldout17 at stop 42), may train it now;
-#: heldout18, written on Dec 4 after heldout17, and heldout19, written on Dec 5 after heldout18, are
-#: unscored: UNSEEN keeps them out).
-UNSEEN = ("heldout18", "heldout19")
+#: Sealed splits nobody has scored yet: never read for training or selection (heldout7 to heldout18, each
+#: scored before it trained the judge: heldout18 at stop 43, on Dec 5; heldout19, written on Dec 5 after
+#: heldout18, is unscored: UNSEEN keeps it out).
+UNSEEN = ("heldout19",)
 #: LoCoMo conversations whose turns give the judge chat negatives; the other two of the dev split (conv-41,
 #: conv-42) and the Chinese chat set stay out, to check on chat the judge has not seen that it
 #: supersedes nothing there (``python -m benchmarks supersession --chat``).
