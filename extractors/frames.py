@@ -59,6 +59,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from decimal import Decimal
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -179,7 +180,9 @@ _NUMBER_WORDS = {
 _NUMWORD_RE = "|".join(sorted((re.escape(w) for w in _NUMBER_WORDS), key=len, reverse=True))
 _UNITS = {"minute": "minute", "min": "minute", "hour": "hour", "hr": "hour", "day": "day", "week": "week",
           "month": "month", "year": "year", "yr": "year"}
-_CURRENCY_EN = r"(?:dollars?|usd|euros?|eur|pounds?|gbp|yuan|rmb|cny|yen|jpy|bucks)"
+_CURRENCY_EN = r"(?:dollars?|usd|euros?|eur|pounds?|gbp|quid|yuan|rmb|cny|yen|jpy|bucks)"
+# British money said the way people say it: "a tenner", "a fiver", "seven quid", "74p a litre" (see _money_en)
+_SLANG_MONEY_EN = {"tenner": "10", "fiver": "5"}
 _MULT = r"(?:k|m|bn|million|thousand|billion)"
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _F = re.IGNORECASE
@@ -219,7 +222,8 @@ _EN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (FUTURE, re.compile(r"\b(?:today|tonight|tomorrow|(?:this|next|coming)\s+(?:week|weekend|month|year|quarter|term"
                         r"|semester|cycle|sprint|season|summer|winter|spring|fall|autumn))\b", _F)),
     (MONEY, re.compile(rf"(?:us\$|[$€£¥])\s*(?:{_NUM})(?:\s*{_MULT}\b)?"
-                        rf"|\b(?:{_NUM})(?:\s*{_MULT}\b)?\s*{_CURRENCY_EN}\b", _F)),
+                        rf"|\b(?:{_NUM}|{_NUMWORD_RE})(?:\s*{_MULT}\b)?\s*{_CURRENCY_EN}\b"
+                        r"|\b(?<=\ba\s)(?:tenner|fiver)\b|\b\d{1,3}(?:\.\d)?p\b(?!\.\d)", _F)),
     (IDENT, re.compile(r"\b[A-Za-z]{1,3}-?\d+(?:\.\d+)*[A-Za-z]?\b")),
     (YEAR, re.compile(r"\b(?:19|20)\d{2}\b")),
     (AMOUNT, re.compile(rf"(?<![\w.])(?:{_NUM})(?:\s*{_MULT}\b)?(?![\w.]?\d)|\b(?:{_NUMWORD_RE})\b", _F)),
@@ -236,7 +240,8 @@ _EN_NEEDLES: tuple[tuple[str, ...], ...] = (
     ("day", "tue", "wed", "thu", "fri", "mon", "sat", "sun"),
     ("min", "hour", "hr", "day", "week", "month", "year", "yr"),
     ("today", "tonight", "tomorrow", "this ", "next ", "coming "),
-    ("$", "€", "£", "¥", "dollar", "usd", "euro", "eur", "pound", "gbp", "yuan", "rmb", "cny", "yen", "jpy", "buck"),
+    ("$", "€", "£", "¥", "dollar", "usd", "euro", "eur", "pound", "gbp", "yuan", "rmb", "cny", "yen", "jpy", "buck",
+     "quid", "tenner", "fiver", *(f"{d}p" for d in range(10))),
     ("0",), ("0",), _NUMBER_NEEDLES, _MONTH_NEEDLES,
 )
 # "at 7": an hour when nothing after it says what the number counts ("saturday at 7 not 6", "Mondays at 11.",
@@ -311,7 +316,7 @@ _STRONG_EN = re.compile(
     r"|took\s+over|tak(?:e|es|ing)\s+over|taken\s+over|handed\s+over|reschedul(?:ed|ing)|postpon(?:ed|ing)"
     r"|delay(?:ed|ing)|extend(?:ed|ing)|brought\s+forward|moved\s+up|pulled\s+in|rais(?:ed|ing)|increas(?:ed|ing)"
     r"|bump(?:ed|ing)?|went\s+(?:up|down)|gone\s+(?:up|down)|go(?:es|ing)\s+(?:up|down)|com(?:es|ing)\s+down|came\s+down"
-    r"|upp(?:ed|ing)|hik(?:ed|ing)|put(?:ting)?(?:\s+[^\s.;!?]+){0,4}?\s+(?:up|down)(?=\s+(?:to|by)\b)|grew|grown|rose|risen|jump(?:ed|ing)|dropp(?:ed|ing)"
+    r"|upp(?:ed|ing)|hik(?:ed|ing)|put(?:ting)?(?=(?:\s+[^\s.;!?]+){0,4}?\s+(?:up|down)\s+(?:to|by)\b)|grew|grown|rose|risen|jump(?:ed|ing)|dropp(?:ed|ing)"
     r"|fell|fallen|cut|reduc(?:ed|ing)|lower(?:ed|ing)|decreas(?:ed|ing)|relocat(?:ed|ing)|joined|quit|promoted"
     r"|transferred|upgraded|downgraded|renamed|sold|make\s+(?:it|that)(?=\s+(?:[$€£¥\d]|(?-i:[A-Z])|(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b))|after\s+all|correction|my\s+(?:mistake|bad)|misspoke"
     r"|mistyped|typo|i\s+meant|i\s+was\s+wrong)\b", _F)
@@ -568,11 +573,24 @@ def _money_zh(text: str) -> str | None:
     return None
 
 
+def _money_en(text: str) -> str | None:
+    """Pounds of British money said the way people say it ("a tenner" -> "10", "seven quid" -> "7", "74p" ->
+    "0.74"), None for other forms."""
+    t = text.strip().lower()
+    if t in _SLANG_MONEY_EN:
+        return _SLANG_MONEY_EN[t]
+    word = t.split()[0]
+    if word in _NUMBER_WORDS:
+        return str(_NUMBER_WORDS[word])
+    if re.fullmatch(r"\d+(?:\.\d)?p", t):
+        return str(Decimal(t[:-1]) / 100)
+    return None
+
+
 def _normalise(kind: str, text: str, lang: str) -> str:
-    if kind == MONEY and lang == "zh":
-        money = _money_zh(text)
-        if money is not None:
-            return money
+    money = None if kind != MONEY else _money_zh(text) if lang == "zh" else _money_en(text)
+    if money is not None:
+        return money
     if kind in NUMERIC:
         return _num_zh(re.sub(r"[^\d.零〇一二两三四五六七八九十百千万亿]", "", text)) if lang == "zh" else _norm_amount(text)
     if kind == TIME:

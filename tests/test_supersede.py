@@ -122,6 +122,8 @@ SHIFTS = [
     ("Rent for the flat is 1,200 euros.", "Rent went up by 100 euros."),
     ("Our rent is 1,200 a month.", "The landlord raised the rent by 100."),
     ("房租每月三千。", "房东说房租涨了五百。"),
+    # (what was put up is the object of "put ... up", not part of the marker: "the letterpress membership" anchors)
+    ("Letterpress studio membership is £45 a month.", "ugh they've put the letterpress membership up by £7 a month"),
 ]
 
 

@@ -34,6 +34,11 @@ def _values(ex, text: str) -> list[tuple[str, str]]:
         ("I get the 7.40 ferry most mornings.", [("time", "7:40")]),
         ("exercise night: weds 7pm", [("time", "19:00"), ("weekday", "wed")]),
         ("ringing practice is fridays 7.30", [("time", "7:30"), ("weekday", "fri")]),
+        # British money said the way people say it
+        ("the drop-in class is a tenner a go", [("money", "10")]),
+        ("it costs seven quid to get in", [("money", "7")]),
+        ("pay went up to 21 quid a week", [("duration", "1 week"), ("money", "21")]),
+        ("heating oil is 68p a litre", [("money", "0.68")]),
     ],
 )
 def test_english_values(extractor, text: str, expected: list[tuple[str, str]]) -> None:
