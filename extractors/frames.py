@@ -248,7 +248,7 @@ _EN_NEEDLES: tuple[tuple[str, ...], ...] = (
 # "thursdays at 2 these days"; not "at 14 Baker Street", "at 18 degrees", "at 7.30", which another pattern reads).
 # Read before the amounts, which would take the number first.
 _TIME_AT = re.compile(r"\bat\s+(1[0-2]|0?[1-9])(?=\s*(?:$|[.,!?;](?!\d)|o'clock|tonight|tomorrow|today|sharp|instead"
-                      r"|then|(?:not|now|these|this|on|every|each|and|or|but|in|till|until|to|for|so|with|again|start"
+                      r"|then|(?:not|now|these|this|on|every|each|and|or|but|in|till|until|to|from|for|so|with|again|start"
                       r"|latest|onwards|ish|-ish)\b))", _F)
 
 # --------------------------------------------------------------------------- Chinese values
@@ -821,10 +821,17 @@ def _in_brackets(message: str, pos: int) -> bool:
     return message.rfind("[", 0, pos) > message.rfind("]", 0, pos) or message.rfind("【", 0, pos) > message.rfind("】", 0, pos)
 
 
+#: The header of a message passed on ("Email from the gym:", "Letter from the sleep clinic came today:", "text from
+#: the team leader -"): who told it, not what it says; like a speaker's name, it is part of no clause.
+_HEADER_EN = re.compile(r"\s*(?:an?\s+|the\s+|got\s+an?\s+)?(?:e-?mail|text|letter|message|voicemail|note|dm|memo)"
+                        r"\s+from\s+[^:：.!?—–]{1,50}?\s*(?:[:：—–]|\s-)\s*", _F)
+
+
 def _message_start(full: str, ex: Extraction) -> int:
     speaker = ex.extra.get("speaker") if ex.extra else None
     if not speaker:
-        return 0
+        header = _HEADER_EN.match(full) if ex.language != "zh" else None
+        return header.end() if header else 0
     m = re.match(r"\s*[^:：]{1,40}[:：]\s*", full)
     return m.end() if m else 0
 
@@ -957,6 +964,10 @@ def frames_of(ex: Extraction, *, text: str | None = None) -> tuple[Frame, ...]:
         a0, b0 = a + offset, b + offset
         vals = tuple(v for v in values if a0 <= v.start < b0)
         vals = tuple(sorted(vals + _phrase_value(full, a0, b0, vals, lang), key=lambda v: v.start))
+        if en and (agent := _AGENT_EN.match(full, a0, b0)) and not _THIRD_EN.search(agent.group(0)):
+            # who made the change holds no value of it ("landlord's putting the rent up to £1,240": the landlord is
+            # no new value beside the rent), unless the thing changed is the agent's own ("Tom changed his number")
+            vals = tuple(v for v in vals if not (v.kind in _PROPER_NAMES and v.start < agent.end("agent")))
         x, y = next(((x, y) for x, y in sentences if x <= a < y), (a, b))
         if _QUESTION.search(message[x:y].rstrip()) or _in_brackets(message, a):
             continue  # a question states no value; "[shares a photo of ...]" describes, it does not state
@@ -1199,9 +1210,9 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
         masked += [full[pos:v.start], v.text if v.weak else PLACEHOLDERS[v.kind]]
         residual += [full[pos:v.start], " , "]
         pos = v.end
-        if lang == "zh" and v.kind in _DAY_KINDS and (day_part := _DAY_PART_ZH.match(full, pos, b)) and not any(
-                pos <= w.start < day_part.end() for w in values):  # ("周三上午十点": the time holds it)
-            pos = day_part.end()  # "周六早上": the part of the day belongs to the day, it qualifies nothing
+        if v.kind in _DAY_KINDS and (day_part := (_DAY_PART_ZH if lang == "zh" else _DAY_PART_EN).match(full, pos, b)) \
+                and not any(pos <= w.start < day_part.end() for w in values):  # ("周三上午十点": the time holds it)
+            pos = day_part.end()  # "周六早上", "Thursday evenings": the part of the day belongs to the day
     masked.append(full[pos:b])
     residual.append(full[pos:b])
     rest = "".join(residual)  # the clause without its values
@@ -1288,9 +1299,11 @@ _LEAD_IN = frozenset("the a an and but so then oh well 那 然后 而且 但是 
 # my Lisbon flight to 9:15", "法务把续签截止日期延到四月三十号了" (the 把 construction: the agent, 把, what
 # it acted on).  The agent is not a qualifier of what changed: the flight is the flight, whoever moved it.
 _AGENT_EN = re.compile(
-    r"\s*(?P<agent>(?:the\s+|our\s+|my\s+)?[\w'-]+(?:\s+[\w'-]+)?)\s+(?:has\s+|have\s+|had\s+|just\s+)?"
+    r"\s*(?P<agent>(?:the\s+|our\s+|my\s+)?[\w-]+(?:'s(?=\s+(?:just\s+)?(?:putting|raising|moving|bumping|upping|cutting)))?"
+    r"(?:\s+[\w'-]+)?)\s+(?:has\s+|have\s+|had\s+|just\s+|is\s+|are\s+|'s\s+)?"
     r"(?:rescheduled|moved|pushed|postponed|delayed|extended|brought\s+forward|raised|cut|increased|reduced|lowered"
-    r"|bumped|shifted|switched|swapped|changed|renamed|upgraded|downgraded|relocated)\s+"
+    r"|bumped|shifted|switched|swapped|changed|renamed|upgraded|downgraded|relocated|upped|hiked|put|putting|raising"
+    r"|moving|bumping|upping|cutting)\s+"
     r"(?:my|our|the|his|her|their|its|your|this|that)\b", _F)
 # Who told of a change, before a verb of saying: "体检中心打电话说改到周四了", "导师说初稿可以推到12月20号".  The one who
 # tells is not a qualifier of what changed ("我是说" is a correction, not a teller).
@@ -1299,6 +1312,7 @@ _REPORTER_ZH = re.compile(r"\s*(?P<agent>[^，。,说]{1,10}?)(?<!我是)(?:打�
 #: Values that name a day, and the part of the day that may follow one ("周六早上", "10月8号晚上").
 _DAY_KINDS = frozenset({DATE, WEEKDAY, FUTURE, PAST})
 _DAY_PART_ZH = re.compile(r"早上|上午|中午|下午|晚上|傍晚|凌晨|夜里|早晨|晚")
+_DAY_PART_EN = re.compile(r"\s+(?:mornings?|afternoons?|evenings?|nights?|lunchtimes?)\b", _F)
 _AGENT_ZH = re.compile(r"\s*(?P<agent>[^把，。,]{1,8}?)(?:已经|又|刚|刚刚|突然)?把(?=.*(?:" + _STRONG_ZH.pattern + "))")
 #: Fact attributes whose value is a name (a place, an employer), also when the tagger missed it.
 _NAME_FACTS = frozenset({"employer", "location", "origin", "name"})

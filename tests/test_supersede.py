@@ -53,6 +53,12 @@ GENERALISED = [
     ("Dad takes 2.5mg amlodipine.", "Dad is on 5mg amlodipine."),
     # "at 11" is an hour (not an amount), so a day and an hour moved together are one change; "these days" says now
     ("Dad's physio sessions are Mondays at 11.", "dad's physio is thursdays at 2 these days"),
+    # a message's header ("Email from the gym:") is part of no clause, the part of a day belongs to the day, and who
+    # made the change is no value of it (but "Tom changed his number" is still Tom's number)
+    ("Spin class is Tuesdays at 6.30am, before work.",
+     "Email from the gym: spin has moved to Thursday evenings at 7 from next week."),
+    ("Rent on the flat is £1,150 a month.", "ugh, landlord's putting the rent up to £1,240 from March"),
+    ("Tom's phone number is 07700 900123.", "Tom changed his number to 07700 900456."),
 ]
 
 APART = [  # same kind of statement, another subject or qualifier: both stay true
