@@ -88,10 +88,13 @@ class PairJudge:
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         out = [0.0] * len(pairs)
         cast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=_use_bf16(precision, "cpu"))
-        with self._run, torch.inference_mode(), cast:
+        with self._run, torch.inference_mode():
             for start in range(0, len(order), _BATCH):
                 batch = order[start:start + _BATCH]
-                pooled = pooled_pairs(self._model, self._tok, [pairs[i] for i in batch]).float()
+                with cast:
+                    pooled = pooled_pairs(self._model, self._tok, [pairs[i] for i in batch]).float()
+                # the head in float32, outside the autocast: in bfloat16 a probability has steps of 1/128 near
+                # 1 (.998 read as 1.0, so a threshold of 1.0 did not mean never, and .98 was .977 or .980)
                 for i, p in zip(batch, torch.sigmoid(pooled @ self._w + self._b).tolist()):
                     out[i] = float(p)
         return out
