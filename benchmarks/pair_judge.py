@@ -31,10 +31,10 @@ from ripple._pairjudge import pooled_pairs
 
 __all__ = ["UNSEEN", "CHAT_TRAIN", "pairs", "chat_negatives", "synthetic_negatives", "train", "register", "run"]
 
-#: Sealed splits nobody has scored yet: never read for training or selection (heldout7 to heldout18, each
-#: scored before it trained the judge: heldout18 at stop 43, on Dec 5; heldout19, written on Dec 5 after
-#: heldout18, is unscored, and so is heldout20, written on Dec 5 after heldout19: UNSEEN keeps them out).
-UNSEEN = ("heldout19", "heldout20")
+#: Sealed splits nobody has scored yet: never read for training or selection (heldout7 to heldout20 were
+#: each scored before they trained the judge: heldout18 to heldout20 at stop 43, on Dec 5; heldout21,
+#: written on Dec 5 after heldout20, is unscored: UNSEEN keeps it out).
+UNSEEN = ("heldout21",)
 #: LoCoMo conversations whose turns give the judge chat negatives; the other two of the dev split (conv-41,
 #: conv-42) and the Chinese chat set stay out, to check on chat the judge has not seen that it
 #: supersedes nothing there (``python -m benchmarks supersession --chat``).
