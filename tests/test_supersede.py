@@ -86,13 +86,20 @@ ADDITIONS = [
     ("我对花生过敏。", "我对海鲜也过敏。"),
 ]
 
-@pytest.mark.parametrize("old_text,new_text", UPDATES, ids=[u[1] for u in UPDATES])
-def test_a_paraphrased_change_supersedes_and_says_why(mem: Memory, old_text: str, new_text: str) -> None:
+def replaced(mem: Memory, old_text: str, new_text: str) -> tuple[Any, Any, dict[str, Any]]:
+    """Say ``old_text``, then ``new_text`` in a later session; assert the second superseded the first and return
+    both with the new memory's supersession note."""
     old = say(mem, old_text, 0)
     new = say(mem, new_text, 1, session="s2")
     assert mem.get(old.id).status == "superseded" and mem.get(new.id).status == "active"
-    assert mem.get(old.id).valid_to == new.at
     (note,) = mem.get(new.id).metadata["ripple"]["supersedes"]
+    return old, new, note
+
+
+@pytest.mark.parametrize("old_text,new_text", UPDATES, ids=[u[1] for u in UPDATES])
+def test_a_paraphrased_change_supersedes_and_says_why(mem: Memory, old_text: str, new_text: str) -> None:
+    old, new, note = replaced(mem, old_text, new_text)
+    assert mem.get(old.id).valid_to == new.at
     assert note["memory"] == old.id and note["confidence"] == "high"
     assert len(note["value"]) == 2 and note["value"][0] != note["value"][1]
     assert note["frame"][1] in new_text and note["why"]
@@ -102,10 +109,7 @@ def test_a_paraphrased_change_supersedes_and_says_why(mem: Memory, old_text: str
 
 @pytest.mark.parametrize("old_text,new_text", GENERALISED, ids=[u[1] for u in GENERALISED])
 def test_a_change_said_another_way_supersedes(mem: Memory, old_text: str, new_text: str) -> None:
-    old = say(mem, old_text, 0)
-    new = say(mem, new_text, 1, session="s2")
-    assert mem.get(old.id).status == "superseded" and mem.get(new.id).status == "active"
-    (note,) = mem.get(new.id).metadata["ripple"]["supersedes"]
+    old, new, note = replaced(mem, old_text, new_text)
     assert note["memory"] == old.id and note["confidence"] == "high"
 
 
@@ -135,10 +139,7 @@ SHIFTS = [
 
 @pytest.mark.parametrize("old_text,new_text", SHIFTS, ids=[p[1] for p in SHIFTS])
 def test_a_value_moved_by_an_amount_is_superseded(mem: Memory, old_text: str, new_text: str) -> None:
-    old = say(mem, old_text, 0)
-    new = say(mem, new_text, 1, session="s2")
-    assert mem.get(old.id).status == "superseded" and mem.get(new.id).status == "active"
-    (note,) = mem.get(new.id).metadata["ripple"]["supersedes"]
+    old, new, note = replaced(mem, old_text, new_text)
     assert note["memory"] == old.id and note["value"][1][0] == "+"  # the change, signed: the new value is unsaid
 
 
