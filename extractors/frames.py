@@ -373,7 +373,7 @@ _ADDITION_EN = re.compile(r"\b(?:also|too|as\s+well|another|second|additionally|
 _ADDITION_ZH = re.compile(r"也|还(?!是|在)|又|另外|另一|再")
 # Running amounts: consumed, accumulated or left so far, measured against a limit (see ``Frame.running``).
 _RUNNING_EN = re.compile(
-    r"\b(?:spent|burn(?:ed|t|ing)\s+through|used\s+up|us(?:ed|ing)(?!\s+to\b)|consumed|so\s+far|to\s+date"
+    r"\b(?:spent|burn(?:ed|t|ing)\s+through|used\s+up|us(?:ed|ing)(?!\s+to\b)|consumed|so\s+far|to\s+date|paid\s+(?:off|back)"
     r"|remaining|(?:have|has|had|'ve)\b[^.;!?]{0,40}\bleft)\b", _F)
 _RUNNING_ZH = re.compile(r"花了|花掉|花费了|用了|用掉|用去|休了|消耗了|调用了|还剩|剩下|剩余|到现在|到目前为止|迄今|截至目前|累计")
 # Additions by an amount: a change *by* an amount added on ("we spent another 2,000", "又多花了两万", "要加三万"): it
@@ -414,6 +414,9 @@ def _periods(clause: str, lang: str) -> frozenset[str]:
 # Limits: the most that may be spent, used or booked ("budget", "cap", "quota", "预算", "上限", "最多"); a
 # statement of a limit and one of an amount measured against it are two statements (see ``Frame.limit``).
 _LIMIT_EN = re.compile(r"\b(?:budget|budgets|cap|caps|capped|limit|limits|limited|quota|allowance|max|maximum|ceiling)\b", _F)
+# A target of an amount is a limit too ("the fundraising target is £48,000": "£31,500 raised" is no new target); a
+# target date is not ("the new target is July 15" moves a date).
+_TARGET_EN = re.compile(r"\b(?:target|targets|goal|goals)\b", _F)
 _LIMIT_ZH = re.compile(r"预算|上限|最多|限额|额度|封顶|最高|容纳")
 # Words that may stand before a name said to someone: "Go Jon!", "Wow Jon, same here", "Good luck, Mel".
 _VOCATIVE_LEADS = CHAT_WORDS | frozenset(
@@ -1257,7 +1260,8 @@ def _frame(full: str, a: int, b: int, values: tuple[Value, ...], nominal_spans: 
     addition = bool((_ADDITION_ZH if lang == "zh" else _ADDITION_EN).search(clause))
     # (read without its values: "Max owns ..." names no maximum)
     running = bool((_RUNNING_ZH if lang == "zh" else _RUNNING_EN).search(rest))
-    limit = bool((_LIMIT_ZH if lang == "zh" else _LIMIT_EN).search(rest))
+    limit = bool((_LIMIT_ZH if lang == "zh" else _LIMIT_EN).search(rest)) or (
+        lang == "en" and any(v.kind in NUMERIC for v in values) and bool(_TARGET_EN.search(rest)))
     delta = bool((_DELTA_ZH if lang == "zh" else _DELTA_EN).search(clause))
     moved = (_SHIFT_ZH if lang == "zh" else _SHIFT_EN).search(clause)
     shift = "" if moved is None else "+" if moved.group("up") else "-"

@@ -59,6 +59,8 @@ GENERALISED = [
      "Email from the gym: spin has moved to Thursday evenings at 7 from next week."),
     ("Rent on the flat is £1,150 a month.", "ugh, landlord's putting the rent up to £1,240 from March"),
     ("Tom's phone number is 07700 900123.", "Tom changed his number to 07700 900456."),
+    # (a target date is no limit: "the new target is July 15" moves the date)
+    ("We're shipping v2.3 on June 30.", "v2.3 won't make June 30, the new target is July 15."),
 ]
 
 APART = [  # same kind of statement, another subject or qualifier: both stay true
@@ -79,6 +81,9 @@ RUNNING = [  # an amount so far, or left, next to the limit it is measured again
     ("The budget for the offsite is 15,000 euros.", "So far we've spent 4,000 euros on the offsite."),
     ("团建的预算是一万五。", "团建目前已经花了四千。"),
     ("大会最多容纳两百人。", "大会到现在报名了一百三十人。"),
+    # a target of an amount is a limit; what was paid off is an amount so far
+    ("Fundraising target for the new rescue Land Rover is £48,000.", "We're at £31,500 raised for the Land Rover."),
+    ("We took out £14,000 on the van loan.", "We've paid off about £5,600 of the van loan now."),
 ]
 
 ADDITIONS = [
