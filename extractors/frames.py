@@ -305,6 +305,9 @@ _ZH_NEEDLES: tuple[tuple[str, ...], ...] = (
 # An amount right after a verb ("涨了五百", "up by £9"): see _DELTA_EN, _SHIFT_EN and the shifts of _STRONG_ZH.
 _NUMBER_AHEAD = r"(?=\s*(?:[$€£¥]\s?)?\d|\s*[一二两三四五六七八九十百千万几半][\d一二两三四五六七八九十百千万几点块元个]*(?:块|元|万|千|百|%|个点|成|毛|分))"
 
+# The verbs of a Chinese shift, a value moved up or down by an amount (see _SHIFT_ZH; a change marker too).
+_UP_ZH, _DOWN_ZH = r"涨了|贵了", r"降了|减了|少了|便宜了"
+
 # Change markers: the statement announces a new value.  Matched on the whole text.  Strong ones name
 # the change ("moved to", "took over", "改到"); weak ones only say that this is the current value
 # ("now", "new", "现在"), which chat says all the time: they count for a changed typed value only.
@@ -332,7 +335,7 @@ _STRONG_ZH = re.compile(
     r"改到|改成|改为|改在|改约|改签|改由|换成|换到|换了|换号|换人|换邮箱|搬到|搬去|搬了|挪到|推迟|延期|延到|延迟|延误|提前|调到|调成"
     r"|调整|涨到|涨价|加到|扩到|降到|减到|砍到|压到|变成|变为|不再|接手|接任|离职|跳槽|转岗|转学|迁到|升级|定在|调走|辞职|退休"
     r"|不对|错了|口误|更正|纠正|我是说|我的意思是"
-    r"|(?:涨|降|减|少|贵|便宜)了" + _NUMBER_AHEAD)  # (a shift: "房租涨了五百", "月供少了82块"; see _SHIFT_ZH)
+    rf"|(?:{_UP_ZH}|{_DOWN_ZH})" + _NUMBER_AHEAD)  # (a shift: "房租涨了五百", "月供少了82块"; see _SHIFT_ZH)
 _WEAK_ZH = re.compile(r"现在|已经|以后|起|新|更新|最后|最终|涨了|降了|了$|了[。！!]")
 _CHANGE_EN = re.compile(f"{_STRONG_EN.pattern}|{_WEAK_EN.pattern}", _F)
 _CHANGE_ZH = re.compile(f"{_STRONG_ZH.pattern}|{_WEAK_ZH.pattern}")
@@ -383,12 +386,13 @@ _DELTA_EN = re.compile(r"\b(?:another|an\s+(?:extra|additional)|extra|additional
 _DELTA_ZH = re.compile(r"(?:又多花了?|又花了|又多了|多花了|多出了?|多付了?|又加了?|再加|要加|加了|追加了?|增加了)" + _NUMBER_AHEAD)
 # Shifts: a standing value moved up or down by an amount ("they've put my unit up by £9 a month", "rent went up by
 # 10%", "房租涨了五百", "月供少了82块"): the value said before is no longer the value, though the new one is not
-# said, so such a clause replaces it (``Frame.shift``, the direction; a change verb, so its sentence names a change).
+# said, so such a clause replaces it (``Frame.shift``, the direction).  Its verb is a change marker: the Chinese ones
+# through _STRONG_ZH, the English ones where _STRONG_EN names them ("raised", "went up", "put ... up by").
 _UP_EN = r"up|increased|raised|rose|grew|bumped|hiked|upped"
 _SHIFT_EN = re.compile(
     r"\b(?:(?P<up>" + _UP_EN + r"|went\s+up|gone\s+up|go(?:es|ing)?\s+up)|down|decreased|lowered|fell|dropped|cut|reduced"
     r"|went\s+down|gone\s+down|go(?:es|ing)?\s+down)(?:\s+[^\s.;!?]+){0,4}?\s+by" + _NUMBER_AHEAD, _F)
-_SHIFT_ZH = re.compile(r"(?:(?P<up>涨了|贵了)|降了|减了|少了|便宜了)" + _NUMBER_AHEAD)
+_SHIFT_ZH = re.compile(rf"(?:(?P<up>{_UP_ZH})|{_DOWN_ZH})" + _NUMBER_AHEAD)
 # Periods an amount is measured over ("monthly revenue", "第一周流水", "$20 per week"): a qualifier of the
 # statement (the first week's revenue is not the monthly revenue), written into the frame's words as "~week",
 # "~month"...  Only a period an amount is measured over: "next month" says when, and "weekly" alone may be the

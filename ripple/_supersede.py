@@ -470,7 +470,8 @@ def _compare(old_view: FrameView, new_view: FrameView, multi_valued: frozenset[s
     new_set = _minus(new_set, vo.words)  # the old value named again ("I quit Initech")
     nominal = old.nominal | new.nominal | {w for s in (*olds, *news) if s is not vo and s is not vn
                                            and not s.rate_only for w in s.words}
-    denied = bool(vo.values & new.denied) and strong  # "不在杭州了，调到南京了"
+    old_denied = bool(vo.values & new.denied)  # the new text says the old value is not it ("7 not 6", "不是14号")
+    denied = old_denied and strong  # "不在杭州了，调到南京了"
     if not denied and _another_name(old, old_left, new, vn):
         return "another thing"  # "The Lisbon office has 25 desks" / "The Porto office ..., 18 desks now"
     only_old, only_new = _minus(old_set, new_set), _minus(new_set, old_set)
@@ -481,7 +482,7 @@ def _compare(old_view: FrameView, new_view: FrameView, multi_valued: frozenset[s
     # or two short first-person clauses joined by a named change ("I live in Leeds" / "We moved to Manchester")
     people = {x for x in old.subjects & new.subjects if not x.startswith("@")}
     restated = vo.values <= new_view.context  # "I quit Initech and joined Globex"
-    if restated and not strong and not vo.values & new.denied:
+    if restated and not strong and not old_denied:
         return None  # the old value is still talked about, and nothing says it was replaced
     short = (strong or old.strong) and old.subjects == new.subjects and bool(old.subjects) and max(
         len(old_set), len(new_set)) <= 3
@@ -502,7 +503,7 @@ def _compare(old_view: FrameView, new_view: FrameView, multi_valued: frozenset[s
         # "Our budget is 50k" / "The budget for the team dinner is 800" may be another budget)
         reasons.append("a change marker" if new.marked else "the same attribute")
         level = HIGH
-    elif vo.values & new.denied:  # the new text says the old value is not it: "saturday at 7 not 6", "是21床不是12床"
+    elif old_denied:  # "saturday at 7 not 6", "是21床不是12床"
         reasons.append("the old value denied")
         level = HIGH
     elif shape == "same" and old.subjects == new.subjects and len(new_set) <= _SHORT:
