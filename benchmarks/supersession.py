@@ -136,9 +136,18 @@ def load_items(path: Path) -> list[Item]:
     return out
 
 
+def _split_names(value: str) -> str:
+    """``--split``: ``all``, or one split or several, comma-separated."""
+    unknown = [x for x in value.split(",") if x not in SPLITS] if value != "all" else []
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown split {', '.join(unknown)} (expected all or some of {', '.join(SPLITS)})")
+    return value
+
+
 def selected(split: str, wanted: str) -> bool:
-    """Whether an item of ``split`` is scored by ``--split wanted`` (``all``: every split but the sealed ones)."""
-    return split == wanted or (wanted == "all" and split not in SEALED)
+    """Whether an item of ``split`` is scored by ``--split wanted`` (``all``: every split but the sealed ones;
+    several splits: comma-separated)."""
+    return split in wanted.split(",") or (wanted == "all" and split not in SEALED)
 
 
 def _payload(item: Item, n: int) -> dict[str, Any]:
@@ -281,11 +290,11 @@ def _orders(item: Item, mode: str) -> list[list[int]]:
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path, default=None,
                         help="the labelled set (default: <data dir>/supersession/supersession-dev.json)")
-    parser.add_argument("--split", choices=(*SPLITS, "all"), default="dev",
+    parser.add_argument("--split", type=_split_names, default="dev",
                         help="dev: developed against; dev2: written later, phrasings the rules did not know; "
                              "heldout: scored once; heldout2 to heldout22: written later without reading the "
                              "rules, each scored only by name; train1: training data for a learned pair judge; "
-                             "all: every split but " + ", ".join(SEALED))
+                             "all: every split but " + ", ".join(SEALED) + "; several: comma-separated")
     parser.add_argument("--lang", choices=("en", "zh", "all"), default="all")
     parser.add_argument("--classes", default="", help="comma-separated classes to run (default: all)")
     parser.add_argument("--batch-all", action="store_true",
@@ -306,6 +315,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pair-judge", default="off",
                         help="the learned pair judge: off (the default write path: the rules alone), on (the shipped "
                              "weights), or a weights file (a fold of `python -m benchmarks pair-judge loso --save-dir`)")
+    parser.add_argument("--pair-judge-min-zh", type=float, default=None,
+                        help="the Chinese judge's threshold (default: LifecycleConfig's)")
     parser.add_argument("--chat", action="store_true",
                         help="write the chat development sets (zh-chat-dev, LoCoMo dev) and count SUPERSEDES edges "
                              "and conflicts per conversation instead")
@@ -317,6 +328,8 @@ def _lifecycle(args: argparse.Namespace, **fields: Any) -> Any:
 
     if args.pair_judge not in ("on", "off"):
         _use_weights(str(args.pair_judge))
+    if args.pair_judge_min_zh is not None:
+        fields["pair_judge_min_zh"] = args.pair_judge_min_zh
     return LifecycleConfig(pair_judge=args.pair_judge != "off", **fields)
 
 
@@ -367,7 +380,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     label = args.label or args.split
     args.out.mkdir(parents=True, exist_ok=True)
     header = {"type": "header", "data": str(path), "split": args.split, "lang": args.lang, "items": len(items),
-              "pair_judge": args.pair_judge,
+              "pair_judge": args.pair_judge, "pair_judge_min_zh": args.pair_judge_min_zh,
               "ingests": len(rows), "seconds": round(elapsed, 1),
               "cpu_seconds": round(cpu, 1), "load": round(load, 1), "git": git_info(), "machine": machine_info(),
               "command": "python -m benchmarks " + shlex.join(argv), "time": datetime.now().isoformat(timespec="seconds")}
@@ -431,10 +444,10 @@ def run_cost(args: argparse.Namespace, argv: list[str]) -> int:
     extractor.extract_many(["warm up", "预热"])
     embedder.encode(["warm up"])
     if args.pair_judge != "off":  # loaded before the clock starts, as the embedder and the extractor are
-        from ripple._pairjudge import load_pair_judge
+        from ripple._pairjudge import judge_pairs, reads
 
         _lifecycle(args)  # (a weights file becomes the process's judge)
-        load_pair_judge()([("warm up", "warm up again")])
+        judge_pairs([("warm up", "warm up again")] + ([("预热", "再预热")] if reads("预热") else []))
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="ripple-supersession-cost-") as tmp:
         for r in range(args.rounds):

@@ -39,7 +39,7 @@ from graphstore.requests import (
     Expand, GetMemories, LastMemoryInSession, MemoriesMentioning, NearestMemories, NearestMemoriesBatch, RelatedEdges,
 )
 
-from ._pairjudge import PAIR_JUDGE_MIN, reads
+from ._pairjudge import PAIR_JUDGE_MIN, PAIR_JUDGE_MIN_ZH, language, reads
 from ._requests import ClauseVectors, Embed, Frames, Judge, JudgePairs, Op, Speakers
 from ._notes import with_ripple_notes
 
@@ -106,7 +106,11 @@ class LifecycleConfig(BaseModel):
                            "out of sample, but reads templated text as changes and costs a model pass per pair",
     )
     pair_judge_min: float = Field(
-        PAIR_JUDGE_MIN, ge=0, le=1, description="the pair judge's probability from which a pair supersedes",
+        PAIR_JUDGE_MIN, ge=0, le=1, description="the English pair judge's probability from which a pair supersedes",
+    )
+    pair_judge_min_zh: float = Field(
+        PAIR_JUDGE_MIN_ZH, ge=0, le=1,
+        description="the Chinese pair judge's probability from which a pair supersedes (a pair with Chinese in it)",
     )
     pair_judge_candidates: int = Field(
         3, ge=0, le=100, description="the pair judge reads at most this many of a new statement's candidates, the "
@@ -898,7 +902,7 @@ def _pair_judged(b: _Batch, asked: Sequence[_Pair], best: dict[tuple[int, str], 
         mine, theirs = b.prepared[i].item.text, texts[target][0]
         ordered.append((theirs, mine) if at <= b.prepared[i].at else (mine, theirs))
     for (i, target, at), (old, new), p in zip(pending, ordered, (yield JudgePairs(ordered))):
-        if p < b.cfg.pair_judge_min:
+        if p < (b.cfg.pair_judge_min if language(old, new) == "en" else b.cfg.pair_judge_min_zh):
             continue
         why = f"the pair judge: p {p:.3f}"
         prior = best.get((i, target))

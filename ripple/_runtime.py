@@ -219,12 +219,12 @@ class Runtime:
 
     def judge_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """The pair judge's probabilities for ``(older, newer)`` pairs (loaded on first use)."""
-        from ._pairjudge import load_pair_judge
+        from ._pairjudge import judge_pairs
 
         if not pairs:
             return []
         with analysing("the statements compared"):
-            return load_pair_judge()(pairs, self.settings.embed_precision)  # (the models' precision, as the embedder's)
+            return judge_pairs(pairs, self.settings.embed_precision)  # (the models' precision, as the embedder's)
 
     # -- the write path's CPU stage ---------------------------------------------------
     def prepare(self, items: Sequence[AddItem]) -> "list[Prepared]":
