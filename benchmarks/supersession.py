@@ -498,7 +498,7 @@ def run_cost(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 #: The chat development sets ``--chat`` writes (LoCoMo format, under the data directory).
-CHAT_SETS = ("zh/zh-chat-dev.json", "locomo/locomo-dev.json")
+CHAT_SETS = ("zh/zh-chat-dev.json", "zh/zh-chat-assistant.json", "locomo/locomo-dev.json")
 
 
 @dataclass(frozen=True, slots=True)
