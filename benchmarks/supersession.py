@@ -501,6 +501,11 @@ def run_cost(args: argparse.Namespace, argv: list[str]) -> int:
 CHAT_SETS = ("zh/zh-chat-dev.json", "zh/zh-chat-assistant.json", "locomo/locomo-dev.json")
 
 
+#: The speakers of the chat sets who are an assistant, not a person (``zh-chat-assistant``'s and ``zh-conv-2``'s
+#: "助手"): their turns are written as ``ripple.agent`` writes an assistant's, with ``metadata["role"]``.
+ASSISTANT_SPEAKERS = frozenset({"助手", "assistant"})
+
+
 @dataclass(frozen=True, slots=True)
 class ChatCount:
     """What one conversation's chat wrote besides its memories: SUPERSEDES edges and open conflicts,
@@ -531,6 +536,7 @@ def chat_counts(mem: Any, turns: Sequence[dict[str, Any]]) -> list[ChatCount]:
 def run_chat(args: argparse.Namespace, argv: list[str]) -> int:
     """``--chat``: the chat development sets written with default settings (see the module docstring)."""
     from ripple import Memory
+    from ripple._lifecycle import AGENT_ROLE
 
     from benchmarks.datasets import load_locomo
     from benchmarks.run import git_info, machine_info
@@ -539,7 +545,9 @@ def run_chat(args: argparse.Namespace, argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="ripple-supersession-chat-") as tmp:
         for n, name in enumerate(CHAT_SETS):
             data = load_locomo(default_data_dir() / name)
-            turns = [{"text": d.text, "user_id": d.user_id, "session_id": d.session_id, "at": d.at} for d in data.docs]
+            turns = [{"text": d.text, "user_id": d.user_id, "session_id": d.session_id, "at": d.at,
+                      **({"metadata": {"role": AGENT_ROLE}} if d.speaker in ASSISTANT_SPEAKERS else {})}
+                     for d in data.docs]
             c0 = time.process_time()
             with Memory(path=f"{tmp}/{n}", lifecycle=_lifecycle(args)) as mem:
                 counts = chat_counts(mem, turns)

@@ -193,6 +193,35 @@ def test_a_correction_supersedes_what_it_corrects(mem: Memory) -> None:
     assert [m.id for m in mem.history(fixed.id)] == [wrong.id, fixed.id]
 
 
+def _agent_says(mem: Memory, text: str, day: float, agent: bool) -> Any:
+    """A turn as ripple.agent writes the assistant's: "assistant: ..." with metadata role "assistant"."""
+    (m,) = mem.add(f"assistant: {text}", user_id="u1", session_id="s1", at=T0 + timedelta(days=day),
+                   metadata={"role": "assistant"} if agent else {})
+    return m
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["one-by-one", "add_many"])
+def test_the_agents_turns_neither_replace_nor_are_replaced(mem: Memory, batch: bool) -> None:
+    """An agent's replies are suggestions and sums about many things, not the user's facts: two of them with
+    another value of one attribute both stay, and a user's answer to the agent's question corrects nothing of
+    it.  Without the role the same texts are one speaker's statements, and the later replaces the earlier."""
+    texts = [("The flight to Kunming is about 1,300 yuan one way.", True),
+             ("The flight to Kunming is now about 1,600 yuan one way.", True)]
+    if batch:
+        written = mem.add_many([{"text": f"assistant: {t}", "user_id": "u1", "session_id": "s1",
+                                 "at": T0 + timedelta(days=k), "metadata": {"role": "assistant"}}
+                                for k, (t, _) in enumerate(texts)])
+    else:
+        written = [_agent_says(mem, t, k, agent) for k, (t, agent) in enumerate(texts)]
+    assert [mem.get(m.id).status for m in written] == ["active", "active"]
+    asked = _agent_says(mem, "So you leave on Monday, April 30?", 3, agent=True)
+    answer = say(mem, "No, I meant Tuesday.", 3.01)
+    assert mem.get(asked.id).status == "active" and answer.metadata["ripple"].get("corrects") is None
+    # the same texts as a person's (no role): a change, and a correction of the question
+    plain = [_agent_says(mem, t.replace("Kunming", "Dali"), 5 + k, agent=False) for k, (t, _) in enumerate(texts)]
+    assert mem.get(plain[0].id).status == "superseded"
+
+
 @pytest.mark.parametrize("batch", [False, True], ids=["one-by-one", "add_many"])
 @pytest.mark.parametrize("texts", [
     # "不对不对，牙医是两点半" corrects the appointment, not the errand said after it: the latest of the session's
