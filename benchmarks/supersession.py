@@ -38,9 +38,10 @@ of those would be false).  ``--dataset synthetic`` measures the same on the temp
 gazetteer --no-dedup`` as the scale runs), where nearly every earlier turn of a template is the same
 statement with another value: the worst case for the pair tests.  Each run gives wall and CPU seconds
 (``time.process_time``) and the load average.
-``--chat`` writes each chat development set (the Chinese chat set ``zh/zh-chat-dev.json`` and the
-LoCoMo dev conversations) as real chat: every turn of a conversation through one ``add_many`` of its
-user, default settings, and reports per conversation the SUPERSEDES edges and the open conflicts
+``--chat`` writes each chat development set (the Chinese chat set ``zh/zh-chat-dev.json``, the Chinese
+user-assistant chats ``zh/zh-chat-assistant.json`` and the LoCoMo dev conversations) as real chat: every
+turn of a conversation through one ``add_many`` of its user (an assistant's turns with ``metadata["role"]``,
+as ``ripple.agent`` writes them), default settings, and reports per conversation the SUPERSEDES edges and the open conflicts
 (``Memory.conflicts``), each with the two texts: real chat rarely restates a fact with a new value,
 so what a rule change adds there is mostly false, and is read one by one.
 Results go to ``benchmarks/results/supersession/<label>.json`` (every item's
