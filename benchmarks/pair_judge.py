@@ -1,15 +1,17 @@
 """``python -m benchmarks pair-judge``: train the supersession pair judge, or score it leave-one-split-out.
 
-The judge (:mod:`ripple._pairjudge`) is all-MiniLM-L6-v2 read as a cross-encoder over
-``(older, newer)`` with LoRA adapters and a logistic head.  Its training pairs are every
+The judge (:mod:`ripple._pairjudge`) is all-MiniLM-L6-v2 (``--lang en``) or multilingual-e5-small
+(``--lang zh``, :mod:`ripple._e5torch`) read as a cross-encoder over ``(older, newer)`` with LoRA
+adapters and a logistic head.  Its training pairs are every
 time-ordered pair of turns within a labelled item (``benchmarks/data/supersession``): positive when
 the item says the newer supersedes the older, negative otherwise (the items' negatives are hard by
 design: the same attribute of another owner, a running amount beside its limit, an addition, a
 question); a retraction ("delete that one, I made it up") is a negative beside the statement it
 retracts (it takes a fact back, it states no new value: a judge that had never seen one read it as a
 change), the other pairs with a retraction in them and a chain's skipped step (C over A when C > B > A)
-are left out.  English and Chinese items both train it (the Chinese pairs teach it what a change
-looks like, even though the write path asks it about English pairs only).
+are left out.  English and Chinese items both train the English judge (the Chinese pairs teach it
+what a change looks like, even though the write path asks it about English pairs only); the Chinese
+judge trains on the Chinese items and Chinese chat.
 
 ``train`` writes the weights ripple ships (``ripple/data/pair-judge.npz``) from every split but the
 unscored sealed ones (``UNSEEN``); ``loso`` holds one split out at a time, trains on the others
@@ -48,6 +50,8 @@ CHAT_TRAIN = ("conv-26", "conv-30")
 CHAT_TRAIN_ZH = ("zh-conv-1", "zh-conv-2")
 #: Where each language's chat comes from (LoCoMo format, under the data directory).
 CHAT_SET = {"en": "locomo/locomo-dev.json", "zh": "zh/zh-chat-dev.json"}
+#: Each language's chat negatives by default.
+_CHAT_DEFAULT = {"en": CHAT_TRAIN, "zh": CHAT_TRAIN_ZH}
 RANK, ALPHA = 16, 32.0
 #: The linear layers of each encoder layer that get an adapter.
 _ADAPTED = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
@@ -199,7 +203,7 @@ def _model(bert: Any) -> Any:
 
 def train(rows: Sequence[dict[str, Any]], *, base: str = "minilm", epochs: int = 8, lr: float = 5e-4,
           batch: int = 16, seed: int = 0, progress: bool = True) -> tuple[Any, Any]:
-    """A judge trained on ``rows`` over the encoder ``base`` (:data:`ripple._pairjudge.BASES`):
+    """A judge trained on ``rows`` over the encoder ``base`` (:data:`ripple._pairjudge.BASE`):
     ``(model, tokenizer)``."""
     import torch
     from tqdm import tqdm
@@ -292,7 +296,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     path = args.data or default_data_dir() / "supersession" / "supersession-dev.json"
     exclude = (*UNSEEN, *(x for x in args.exclude.split(",") if x))
     base = BASE[args.lang]
-    chat = tuple(x for x in args.chat_conversations.split(",") if x) or (CHAT_TRAIN_ZH if args.lang == "zh" else CHAT_TRAIN)
+    chat = tuple(x for x in args.chat_conversations.split(",") if x) or _CHAT_DEFAULT[args.lang]
     if args.lang == "zh":
         rows = [r for r in pairs(path, exclude) if r["lang"] == "zh"] + chat_negatives(chat, lang="zh")
     else:

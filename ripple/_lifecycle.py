@@ -17,6 +17,7 @@ exportable (and visible in Cypher) until deleted.
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -216,7 +217,7 @@ class _Batch:
         """Whether a memory (a new item's or a stored one) is a turn the agent said (:data:`AGENT_ROLE`)."""
         if mid in self.item_of:
             return self.prepared[self.item_of[mid]].item.metadata.get("role") == AGENT_ROLE
-        return self.known(mid) and _role(self.current(mid).metadata_json) == AGENT_ROLE
+        return self.known(mid) and json.loads(self.current(mid).metadata_json or "{}").get("role") == AGENT_ROLE
 
     def text_of(self, mid: str) -> str:
         """The text of a memory: a new item's or a stored one's."""
@@ -231,16 +232,6 @@ class _Batch:
 #: assistant's turns superseded by the rules, by its own later replies or by the user's answer to its
 #: question (benchmarks/RESULTS.md, "A Chinese pair judge").
 AGENT_ROLE = "assistant"
-
-
-def _role(metadata_json: str) -> Any:
-    import json
-
-    try:
-        meta = json.loads(metadata_json or "{}")
-    except ValueError:
-        return None
-    return meta.get("role") if isinstance(meta, dict) else None
 
 
 def lifecycle_plan(

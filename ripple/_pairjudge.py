@@ -38,6 +38,7 @@ third of the ingest rate (``benchmarks/RESULTS.md``, "A learned pair judge").
 
 from __future__ import annotations
 
+import functools
 import threading
 from importlib import resources
 from typing import Any, Sequence
@@ -73,10 +74,16 @@ def language(*texts: str) -> str:
     return "zh" if any(has_cjk(t) for t in texts) else "en"
 
 
+@functools.cache
+def _shipped(lang: str) -> bool:
+    """Whether ``lang``'s judge weights are in the package (looked up once: asked per candidate on the write path)."""
+    return (resources.files("ripple") / "data" / WEIGHTS[lang]).is_file()
+
+
 def reads(text: str) -> bool:
     """Whether a judge can read ``text``: English always; Chinese when its judge's weights are there."""
     lang = language(text)
-    return lang in _loaded or (resources.files("ripple") / "data" / WEIGHTS[lang]).is_file()
+    return lang in _loaded or _shipped(lang)
 
 
 class PairJudge:
