@@ -217,7 +217,7 @@ class _Batch:
         """Whether a memory (a new item's or a stored one) is a turn the agent said (:data:`AGENT_ROLE`)."""
         if mid in self.item_of:
             return self.prepared[self.item_of[mid]].item.metadata.get("role") == AGENT_ROLE
-        return self.known(mid) and json.loads(self.current(mid).metadata_json or "{}").get("role") == AGENT_ROLE
+        return self.known(mid) and _role(self.current(mid).metadata_json) == AGENT_ROLE
 
     def text_of(self, mid: str) -> str:
         """The text of a memory: a new item's or a stored one's."""
@@ -232,6 +232,17 @@ class _Batch:
 #: assistant's turns superseded by the rules, by its own later replies or by the user's answer to its
 #: question (benchmarks/RESULTS.md, "A Chinese pair judge").
 AGENT_ROLE = "assistant"
+
+
+def _role(metadata_json: str) -> Any:
+    """``metadata["role"]`` of a stored memory, or None.  Tolerant on purpose: a damaged metadata column
+    ("{bad", "[1]") is reported by the store's own reads as a StoreError (tests/test_errors.py); the write
+    path's decisions must not fail on it first with a bare JSON or attribute error."""
+    try:
+        meta = json.loads(metadata_json or "{}")
+    except ValueError:
+        return None
+    return meta.get("role") if isinstance(meta, dict) else None
 
 
 def lifecycle_plan(
