@@ -50,8 +50,9 @@ CHAT_TRAIN = ("conv-26", "conv-30")
 CHAT_TRAIN_ZH = ("zh-conv-1", "zh-conv-2")
 #: Where each language's chat comes from (LoCoMo format, under the data directory).
 CHAT_SET = {"en": "locomo/locomo-dev.json", "zh": "zh/zh-chat-dev.json"}
-#: Each language's chat negatives by default.
-_CHAT_DEFAULT = {"en": CHAT_TRAIN, "zh": CHAT_TRAIN_ZH}
+#: The encoder each ``--lang`` trains over: the language's base (:data:`ripple._pairjudge.BASE`), and for one
+#: judge of both languages the multilingual one.
+TRAIN_BASE = {**BASE, "all": "e5"}
 RANK, ALPHA = 16, 32.0
 #: The linear layers of each encoder layer that get an adapter.
 _ADAPTED = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
@@ -241,11 +242,14 @@ def train(rows: Sequence[dict[str, Any]], *, base: str = "minilm", epochs: int =
     return model, tok
 
 
-def save(model: Any, path: Path, base: str = "minilm") -> None:
-    """The adapters (float16), the head and the base's name, as ``ripple._pairjudge`` loads them."""
+def save(model: Any, path: Path, base: str = "minilm", langs: Sequence[str] = ()) -> None:
+    """The adapters (float16), the head, the base's name and the languages the judge reads (none named: its
+    base's, :data:`ripple._pairjudge.BASE`), as ``ripple._pairjudge`` loads them."""
     import numpy as np
 
     arrays: dict[str, Any] = {"scale": np.float32(ALPHA / RANK), "base": np.array(base)}
+    if langs:
+        arrays["langs"] = np.array(",".join(langs))
     for name, module in model.bert.named_modules():
         if hasattr(module, "a") and hasattr(module, "b") and hasattr(module, "base"):
             arrays[f"{name}.a"] = module.a.detach().numpy().astype(np.float16)
@@ -275,10 +279,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--lr", type=float, default=5e-4)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--lang", choices=("en", "zh"), default="en",
+    parser.add_argument("--lang", choices=tuple(TRAIN_BASE), default="en",
                         help="the judge's language: en (MiniLM, the labelled items of both languages, LoCoMo and "
-                             "synthetic negatives) or zh (multilingual-e5-small, the Chinese items, Chinese chat "
-                             "negatives); the write path asks each judge about its own language's pairs")
+                             "synthetic negatives), zh (multilingual-e5-small, the Chinese items, Chinese chat "
+                             "negatives) or all (multilingual-e5-small, one judge of both languages: the items of "
+                             "both, LoCoMo and Chinese chat negatives, synthetic negatives); the write path asks each "
+                             "judge about the languages it reads")
     parser.add_argument("--chat-conversations", default="",
                         help="the conversations whose turns are chat negatives, comma-separated (default: CHAT_TRAIN "
                              "for en, CHAT_TRAIN_ZH for zh)")
@@ -295,16 +301,21 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     torch.set_num_threads(args.threads)
     path = args.data or default_data_dir() / "supersession" / "supersession-dev.json"
     exclude = (*UNSEEN, *(x for x in args.exclude.split(",") if x))
-    base = BASE[args.lang]
-    chat = tuple(x for x in args.chat_conversations.split(",") if x) or _CHAT_DEFAULT[args.lang]
+    base = TRAIN_BASE[args.lang]
+    chosen = tuple(x for x in args.chat_conversations.split(",") if x)
     if args.lang == "zh":
-        rows = [r for r in pairs(path, exclude) if r["lang"] == "zh"] + chat_negatives(chat, lang="zh")
-    else:
-        rows = pairs(path, exclude) + chat_negatives(chat) + synthetic_negatives()
+        rows = [r for r in pairs(path, exclude) if r["lang"] == "zh"] + chat_negatives(chosen or CHAT_TRAIN_ZH, lang="zh")
+    elif args.lang == "en":
+        rows = pairs(path, exclude) + chat_negatives(chosen or CHAT_TRAIN) + synthetic_negatives()
+    else:  # both languages' chat: a conversation is looked up in the chat set of its language
+        zh = tuple(c for c in chosen if c.startswith("zh")) if chosen else CHAT_TRAIN_ZH
+        en = tuple(c for c in chosen if not c.startswith("zh")) if chosen else CHAT_TRAIN
+        rows = (pairs(path, exclude) + chat_negatives(en) + chat_negatives(zh, lang="zh") + synthetic_negatives())
+    langs = ("en", "zh") if args.lang == "all" else ()
     if args.action == "train":
-        out = args.out or PROJECT_ROOT / "ripple" / "data" / WEIGHTS[args.lang]
+        out = args.out or PROJECT_ROOT / "ripple" / "data" / WEIGHTS["en" if args.lang == "all" else args.lang]
         model, _ = train(rows, base=base, epochs=args.epochs, lr=args.lr)
-        save(model, out, base)
+        save(model, out, base, langs)
         print(f"{len(rows)} pairs ({sum(r['label'] for r in rows)} positive) -> {out}")
         return 0
     from ripple._pairjudge import PairJudge
@@ -319,7 +330,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         judge = PairJudge(model.bert, tok, model.head.weight.detach().numpy()[0], float(model.head.bias.item()))
         probs = judge([(r["old_text"], r["new_text"]) for r in test])
         if args.save_dir is not None:
-            save(model, args.save_dir / f"pair-judge-without-{held}.npz", base)
+            save(model, args.save_dir / f"pair-judge-without-{held}.npz", base, langs)
         scored += [{**r, "p": p} for r, p in zip(test, probs)]
         aucs = {lang: _auc([{**r, "p": p} for r, p in zip(test, probs) if r["lang"] == lang]) for lang in ("en", "zh")}
         print(f"{held}: {len(test)} pairs, AUC en {aucs['en']}, zh {aucs['zh']} ({time.perf_counter() - t0:.0f} s)",

@@ -318,8 +318,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pair-judge", default="off",
                         help="the learned pair judge: off (the default write path: the rules alone), on (the shipped "
                              "weights), or a weights file (a fold of `python -m benchmarks pair-judge loso --save-dir`)")
+    parser.add_argument("--pair-judge-min", type=float, default=None,
+                        help="the threshold for English pairs (default: LifecycleConfig's)")
     parser.add_argument("--pair-judge-min-zh", type=float, default=None,
-                        help="the Chinese judge's threshold (default: LifecycleConfig's)")
+                        help="the threshold for Chinese pairs (default: LifecycleConfig's)")
     parser.add_argument("--chat", action="store_true",
                         help="write the chat development sets (zh-chat-dev, LoCoMo dev) and count SUPERSEDES edges "
                              "and conflicts per conversation instead")
@@ -331,8 +333,9 @@ def _lifecycle(args: argparse.Namespace, **fields: Any) -> Any:
 
     if args.pair_judge not in ("on", "off"):
         _use_weights(str(args.pair_judge))
-    if args.pair_judge_min_zh is not None:
-        fields["pair_judge_min_zh"] = args.pair_judge_min_zh
+    for field in ("pair_judge_min", "pair_judge_min_zh"):
+        if getattr(args, field) is not None:
+            fields[field] = getattr(args, field)
     return LifecycleConfig(pair_judge=args.pair_judge != "off", **fields)
 
 
@@ -383,7 +386,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     label = args.label or args.split
     args.out.mkdir(parents=True, exist_ok=True)
     header = {"type": "header", "data": str(path), "split": args.split, "lang": args.lang, "items": len(items),
-              "pair_judge": args.pair_judge, "pair_judge_min_zh": args.pair_judge_min_zh,
+              "pair_judge": args.pair_judge, "pair_judge_min": args.pair_judge_min,
+              "pair_judge_min_zh": args.pair_judge_min_zh,
               "ingests": len(rows), "seconds": round(elapsed, 1),
               "cpu_seconds": round(cpu, 1), "load": round(load, 1), "git": git_info(), "machine": machine_info(),
               "command": "python -m benchmarks " + shlex.join(argv), "time": datetime.now().isoformat(timespec="seconds")}

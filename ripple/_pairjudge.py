@@ -167,8 +167,10 @@ def load_base(name: str) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _read(path: str, lang: str | None) -> tuple[str, PairJudge]:
-    """A weights file's language and its judge (a file written before there were two bases is MiniLM's)."""
+def _read(path: str, lang: str | None) -> tuple[tuple[str, ...], PairJudge]:
+    """The languages a weights file's judge reads, and the judge.  A file names its languages (``langs``,
+    e.g. ``"en,zh"`` for one judge trained on both); one written before files did reads its base's
+    language (:data:`BASE`), and one written before there were two bases is MiniLM's."""
     from .errors import ModelNotInstalled
 
     try:
@@ -177,12 +179,13 @@ def _read(path: str, lang: str | None) -> tuple[str, PairJudge]:
     except OSError as exc:
         raise ModelNotInstalled(f"the pair judge's weights are missing: {path}") from exc
     base = str(arrays.pop("base", "minilm"))
-    found = next(k for k, v in BASE.items() if v == base)
-    if lang is not None and found != lang:
-        raise ModelNotInstalled(f"{path} holds the {found!r} pair judge, not the {lang!r} one")
+    named = str(arrays.pop("langs", ""))
+    langs = tuple(named.split(",")) if named else (next(k for k, v in BASE.items() if v == base),)
+    if lang is not None and lang not in langs:
+        raise ModelNotInstalled(f"{path} holds the pair judge of {', '.join(langs)}, not the {lang!r} one")
     model, tokenizer = load_base(base)
     _merge(model, arrays, float(arrays["scale"]))
-    return found, PairJudge(model, tokenizer, arrays["head.w"], float(arrays["head.b"]))
+    return langs, PairJudge(model, tokenizer, arrays["head.w"], float(arrays["head.b"]))
 
 
 def load_pair_judge(path: str | None = None, lang: str = "en") -> PairJudge:
@@ -193,7 +196,10 @@ def load_pair_judge(path: str | None = None, lang: str = "en") -> PairJudge:
         return _loaded[lang]
     with _lock:
         if lang not in _loaded:
-            _loaded[lang] = _read(str(resources.files("ripple") / "data" / WEIGHTS[lang]), lang)[1]
+            langs, judge = _read(str(resources.files("ripple") / "data" / WEIGHTS[lang]), lang)
+            for other in langs:  # a file that reads several languages is loaded once, for all of them
+                if WEIGHTS.get(other) == WEIGHTS[lang]:
+                    _loaded.setdefault(other, judge)
         return _loaded[lang]
 
 
@@ -210,8 +216,9 @@ def judge_pairs(pairs: Sequence[tuple[str, str]], precision: str = "auto") -> li
 
 
 def use_weights(path: str) -> None:
-    """Make the weights at ``path`` the process's judge of their language instead of the shipped ones: a
-    benchmark scores a judge trained without a split on that split (``supersession --pair-judge``)."""
-    lang, judge = _read(path, None)
+    """Make the weights at ``path`` the process's judge of the languages they read instead of the shipped
+    ones: a benchmark scores a judge trained without a split on that split (``supersession --pair-judge``)."""
+    langs, judge = _read(path, None)
     with _lock:
-        _loaded[lang] = judge
+        for lang in langs:
+            _loaded[lang] = judge

@@ -75,6 +75,28 @@ def test_the_weights_are_adapters_not_a_model(tmp_path: Path) -> None:
         load_pair_judge(str(tmp_path / "missing.npz"))
 
 
+def test_a_weights_file_names_the_languages_it_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One judge may read both languages (``pair-judge train --lang all``): its file says so, a benchmark's
+    ``use_weights`` makes it the judge of each, and a file of one language is refused for the other."""
+    import ripple
+    from ripple import _pairjudge
+    from ripple.errors import ModelNotInstalled
+
+    shipped = Path(ripple.__file__).parent / "data" / _pairjudge.WEIGHTS["zh"]
+    with np.load(shipped) as z:
+        arrays = {k: z[k] for k in z.files}
+    both = tmp_path / "both.npz"
+    np.savez_compressed(both, **arrays, langs=np.array("en,zh"))
+    with pytest.raises(ModelNotInstalled, match="not the 'en' one"):
+        _pairjudge._read(str(shipped), "en")
+    monkeypatch.setattr(_pairjudge, "_loaded", {})
+    _pairjudge.use_weights(str(both))
+    assert _pairjudge.load_pair_judge(lang="en") is _pairjudge.load_pair_judge(lang="zh")
+    english, chinese = _pairjudge.judge_pairs([("The Atlas go-live is May 2.", "The Atlas go-live is May 2."),
+                                               ("我们家阿姨是张姐", "张姐不干了，新来的阿姨姓刘")])
+    assert english < chinese  # both read by the one judge: the same statement twice is no change
+
+
 def _write(tmp_path: Path, name: str, embedder: Any, extractor: Any, clock: Clock, cfg: LifecycleConfig,
            texts: tuple[str, str]) -> tuple[str, str, dict[str, Any]]:
     with Memory(path=str(tmp_path / name), embedder=embedder, extractor=extractor, clock=clock, lifecycle=cfg) as mem:
