@@ -38,8 +38,8 @@ __all__ = ["UNSEEN", "CHAT_TRAIN", "pairs", "chat_negatives", "synthetic_negativ
 #: Sealed splits nobody has scored yet: never read for training or selection (heldout7 to heldout22 were
 #: each scored before they trained the judge: heldout18 to heldout21 at stop 43, heldout22 at stop 44, on
 #: Dec 5; heldout23, written on Dec 5 after heldout22, is unscored: UNSEEN keeps it out; so is heldout24,
-#: written on Dec 5 after heldout23).
-UNSEEN = ("heldout23", "heldout24")
+#: written on Dec 5 after heldout23, and heldout25, written on Dec 5 after heldout24).
+UNSEEN = ("heldout23", "heldout24", "heldout25")
 #: LoCoMo conversations whose turns give the judge chat negatives; the other two of the dev split (conv-41,
 #: conv-42) and the Chinese chat set stay out, to check on chat the judge has not seen that it
 #: supersedes nothing there (``python -m benchmarks supersession --chat``).

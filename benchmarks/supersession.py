@@ -75,19 +75,19 @@ MODES = ("sequential", "batch")
 #: them, in phrasings they did not know; developed against once its errors were read), ``heldout``
 #: (scored, never tuned on; its misses were read, so it is in sample now), ``heldout2`` (written
 #: later without reading the rules, to measure whether rule changes generalise; scored since),
-#: ``heldout3`` to ``heldout24`` (each written the same way once the split before it had been scored, a
-#: fresh out-of-sample check; ``heldout4`` to ``heldout24`` were unscored when they were committed),
+#: ``heldout3`` to ``heldout25`` (each written the same way once the split before it had been scored, a
+#: fresh out-of-sample check; ``heldout4`` to ``heldout25`` were unscored when they were committed),
 #: and ``train1`` (training data for a learned pair judge, written without reading the rules; not sealed).
 SPLITS = ("dev", "dev2", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8",
           "heldout9", "heldout10", "heldout11", "heldout12", "heldout13", "heldout14", "heldout15",
           "heldout16", "heldout17", "heldout18", "heldout19", "heldout20", "heldout21", "heldout22", "heldout23",
-          "heldout24", "train1")
+          "heldout24", "heldout25", "train1")
 #: Splits that ``--split all`` leaves out: a held-out split is scored only by its name, so that the
 #: routine before/after runs of development (``--split all --show-errors``) never show its items.
 SEALED = ("heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9",
           "heldout10", "heldout11", "heldout12", "heldout13", "heldout14", "heldout15", "heldout16",
           "heldout17", "heldout18", "heldout19", "heldout20", "heldout21", "heldout22",
-          "heldout23", "heldout24")
+          "heldout23", "heldout24", "heldout25")
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +295,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="the labelled set (default: <data dir>/supersession/supersession-dev.json)")
     parser.add_argument("--split", type=_split_names, default="dev",
                         help="dev: developed against; dev2: written later, phrasings the rules did not know; "
-                             "heldout: scored once; heldout2 to heldout24: written later without reading the "
+                             "heldout: scored once; heldout2 to heldout25: written later without reading the "
                              "rules, each scored only by name; train1: training data for a learned pair judge; "
                              "all: every split but " + ", ".join(SEALED) + "; several: comma-separated")
     parser.add_argument("--lang", choices=("en", "zh", "all"), default="all")

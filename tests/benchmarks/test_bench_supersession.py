@@ -63,7 +63,8 @@ def test_the_second_held_out_split_covers_every_class_in_both_languages_and_is_l
                                                    ("heldout21", "J", "heldout20"),
                                                    ("heldout22", "L", "heldout21"),
                                                    ("heldout23", "T", "heldout22"),
-                                                   ("heldout24", "U", "heldout23")])
+                                                   ("heldout24", "U", "heldout23"),
+                                                   ("heldout25", "G", "heldout24")])
 def test_a_later_held_out_split_is_as_broad_has_its_own_ids_and_is_left_out_of_all(split: str, code: str,
                                                                                     older: str) -> None:
     items = load_items(DATA)
