@@ -35,11 +35,10 @@ from ripple._pairjudge import BASE, WEIGHTS, pooled_pairs
 
 __all__ = ["UNSEEN", "CHAT_TRAIN", "pairs", "chat_negatives", "synthetic_negatives", "train", "register", "run"]
 
-#: Sealed splits nobody has scored yet: never read for training or selection (heldout7 to heldout22 were
-#: each scored before they trained the judge: heldout18 to heldout21 at stop 43, heldout22 at stop 44, on
-#: Dec 5; heldout23, written on Dec 5 after heldout22, is unscored: UNSEEN keeps it out; so is heldout24,
-#: written on Dec 5 after heldout23, and heldout25, written on Dec 5 after heldout24).
-UNSEEN = ("heldout23", "heldout24", "heldout25")
+#: Sealed splits nobody has scored yet: never read for training or selection (heldout7 to heldout24 were
+#: each scored before they trained a judge: heldout18 to heldout21 at stop 43, heldout22 at stop 44,
+#: heldout23 and heldout24 at stop 45, all on Dec 5); heldout25, written on Dec 5 after heldout24, is unscored.
+UNSEEN = ("heldout25",)
 #: LoCoMo conversations whose turns give the judge chat negatives; the other two of the dev split (conv-41,
 #: conv-42) and the Chinese chat set stay out, to check on chat the judge has not seen that it
 #: supersedes nothing there (``python -m benchmarks supersession --chat``).
