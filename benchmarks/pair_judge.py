@@ -52,6 +52,10 @@ CHAT_SET = {"en": "locomo/locomo-dev.json", "zh": "zh/zh-chat-dev.json"}
 #: The encoder each ``--lang`` trains over: the language's base (:data:`ripple._pairjudge.BASE`), and for one
 #: judge of both languages the multilingual one.
 TRAIN_BASE = {**BASE, "all": "e5"}
+#: Each language's chat negatives by default.
+_CHAT_DEFAULT = {"en": CHAT_TRAIN, "zh": CHAT_TRAIN_ZH}
+#: The languages each ``--lang`` judge reads.
+_READS = {"en": ("en",), "zh": ("zh",), "all": ("en", "zh")}
 RANK, ALPHA = 16, 32.0
 #: The linear layers of each encoder layer that get an adapter.
 _ADAPTED = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
@@ -273,7 +277,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("train", "loso"))
     parser.add_argument("--data", type=Path, default=None, help="the labelled set (default: supersession-dev.json)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="train: the weights (default ripple/data/pair-judge.npz); loso: the predictions' JSON")
+                        help="train: the weights (default: the shipped file of --lang's judge in ripple/data; --lang all "
+                             "needs one); loso: the predictions' JSON")
     parser.add_argument("--folds", default="", help="loso: the splits to hold out, comma-separated (default: all)")
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--lr", type=float, default=5e-4)
@@ -294,6 +299,20 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "`supersession --pair-judge` can score the held split end to end")
 
 
+def _training_rows(args: argparse.Namespace, path: Path, exclude: Sequence[str]) -> list[dict[str, Any]]:
+    """The pairs a ``--lang`` judge learns from: the labelled items (the Chinese ones for ``zh``; both languages
+    teach the English judge what a change looks like), chat negatives from each language it reads (a
+    ``--chat-conversations`` name is looked up in the chat set of its language: "zh-..." the Chinese one), and for a
+    judge that reads English the templated negatives."""
+    reads = _READS[args.lang]
+    rows = [r for r in pairs(path, exclude) if args.lang != "zh" or r["lang"] == "zh"]
+    chosen = tuple(x for x in args.chat_conversations.split(",") if x)
+    for lang in reads:
+        mine = tuple(c for c in chosen if len(reads) == 1 or c.startswith("zh") == (lang == "zh"))
+        rows += chat_negatives(mine if chosen else _CHAT_DEFAULT[lang], lang=lang)
+    return rows + synthetic_negatives() if "en" in reads else rows
+
+
 def run(args: argparse.Namespace, argv: list[str]) -> int:
     import torch
 
@@ -301,18 +320,12 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     path = args.data or default_data_dir() / "supersession" / "supersession-dev.json"
     exclude = (*UNSEEN, *(x for x in args.exclude.split(",") if x))
     base = TRAIN_BASE[args.lang]
-    chosen = tuple(x for x in args.chat_conversations.split(",") if x)
-    if args.lang == "zh":
-        rows = [r for r in pairs(path, exclude) if r["lang"] == "zh"] + chat_negatives(chosen or CHAT_TRAIN_ZH, lang="zh")
-    elif args.lang == "en":
-        rows = pairs(path, exclude) + chat_negatives(chosen or CHAT_TRAIN) + synthetic_negatives()
-    else:  # both languages' chat: a conversation is looked up in the chat set of its language
-        zh = tuple(c for c in chosen if c.startswith("zh")) if chosen else CHAT_TRAIN_ZH
-        en = tuple(c for c in chosen if not c.startswith("zh")) if chosen else CHAT_TRAIN
-        rows = (pairs(path, exclude) + chat_negatives(en) + chat_negatives(zh, lang="zh") + synthetic_negatives())
-    langs = ("en", "zh") if args.lang == "all" else ()
+    rows = _training_rows(args, path, exclude)
+    langs = _READS[args.lang] if len(_READS[args.lang]) > 1 else ()  # (a single-language file is its base's)
     if args.action == "train":
-        out = args.out or PROJECT_ROOT / "ripple" / "data" / WEIGHTS["en" if args.lang == "all" else args.lang]
+        if args.out is None and args.lang == "all":
+            raise SystemExit("pair-judge train --lang all: ripple ships one judge per language; give --out")
+        out = args.out or PROJECT_ROOT / "ripple" / "data" / WEIGHTS[args.lang]
         model, _ = train(rows, base=base, epochs=args.epochs, lr=args.lr)
         save(model, out, base, langs)
         print(f"{len(rows)} pairs ({sum(r['label'] for r in rows)} positive) -> {out}")

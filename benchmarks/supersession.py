@@ -323,7 +323,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pair-judge-min-zh", type=float, default=None,
                         help="the threshold for Chinese pairs (default: LifecycleConfig's)")
     parser.add_argument("--chat", action="store_true",
-                        help="write the chat development sets (zh-chat-dev, LoCoMo dev) and count SUPERSEDES edges "
+                        help="write the chat development sets (zh-chat-dev, zh-chat-assistant, LoCoMo dev) and count SUPERSEDES edges "
                              "and conflicts per conversation instead")
 
 
